@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Install everything the project needs on a fresh machine (Debian, Python 3.11, root or sudo):
+# redis-server/redis-cli for the differential tests, and this package with its test extras.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SUDO=""
+if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null; then SUDO=sudo; fi
+if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+  echo "setup: installing redis-server and redis-tools from Debian" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server redis-tools >/dev/null
+fi
+echo "setup: installing the streams package and its test extras" >&2
+python3 -m pip install -q --disable-pip-version-check -e ".[test]"

@@ -1,0 +1,25 @@
+"""CRDT.* admin commands (DESIGN section 10): digest and applied vector of the region."""
+
+from __future__ import annotations
+
+from streams.commands.base import Command, Context, Result, command
+from streams.commands.reply import Map, Reply
+
+
+def crdt_digest(ctx: Context, args: list[bytes]) -> Result:
+    return Result(ctx.state.digest().encode())
+
+
+def crdt_vector(ctx: Context, args: list[bytes]) -> Result:
+    """Applied seq per origin: a map in RESP3, a flat `name seq ...` array in RESP2."""
+    pairs: list[tuple[Reply, Reply]] = []
+    for region in sorted(set(ctx.vector) | set(ctx.region_names) | {ctx.region}):
+        name = ctx.region_names.get(region, f"r{region}")
+        pairs.append((name.encode(), ctx.vector.get(region, 0)))
+    return Result(Map(tuple(pairs)))
+
+
+COMMANDS: list[Command] = [
+    command("crdt.digest", 1, "readonly admin", crdt_digest, keys=(0, 0, 0)),
+    command("crdt.vector", 1, "readonly admin", crdt_vector, keys=(0, 0, 0)),
+]

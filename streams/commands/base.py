@@ -1,0 +1,108 @@
+"""What every command module shares: the context it reads, the result it returns, the table entry
+it registers, and Redis's argument parsers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from streams import errors
+from streams.commands.reply import Reply
+from streams.crdt.ops import Body
+from streams.crdt.state import State
+from streams.errors import CommandError
+from streams.ids import IdMode
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a command may read: the region's materialized state, who it is, and the time.
+
+    `now_ms` is read at the edge (the node's clock, or the test's), never inside the core.
+    """
+
+    state: State
+    region: int
+    mode: IdMode
+    now_ms: int
+    vector: dict[int, int] = field(default_factory=dict)
+    region_names: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BlockRequest:
+    """A blocking read found nothing: park the client, re-run `args` when a key changes."""
+
+    keys: tuple[bytes, ...]
+    timeout_ms: int
+    args: tuple[bytes, ...]
+
+
+@dataclass
+class Result:
+    reply: Reply
+    ops: list[Body] = field(default_factory=list)
+    block: BlockRequest | None = None
+
+
+Handler = Callable[[Context, list[bytes]], Result]
+
+
+@dataclass(frozen=True)
+class Command:
+    """One row of the command table. `arity` follows Redis: n exact, -n at least n (name counted)."""
+
+    name: str
+    arity: int
+    flags: frozenset[str]
+    handler: Handler | None = None
+    subcommands: dict[str, Command] | None = None
+    first_key: int = 1
+    last_key: int = 1
+    key_step: int = 1
+
+    @property
+    def is_write(self) -> bool:
+        return "write" in self.flags
+
+    def arity_ok(self, argc: int) -> bool:
+        return argc == self.arity if self.arity >= 0 else argc >= -self.arity
+
+
+def command(
+    name: str,
+    arity: int,
+    flags: str,
+    handler: Handler,
+    *,
+    keys: tuple[int, int, int] = (1, 1, 1),
+) -> Command:
+    return Command(
+        name, arity, frozenset(flags.split()), handler, None, keys[0], keys[1], keys[2]
+    )
+
+
+def container(name: str, arity: int, flags: str, subs: list[Command]) -> Command:
+    return Command(name, arity, frozenset(flags.split()), None, {s.name.split("|")[1]: s for s in subs}, 0, 0, 0)
+
+
+def parse_int(raw: bytes, error: str = errors.NOT_INTEGER) -> int:
+    """Redis's getLongLongFromObject: strict decimal, int64 range."""
+    if not raw or len(raw) > 20:
+        raise CommandError(error)
+    body = raw[1:] if raw[:1] == b"-" else raw
+    if not body.isdigit() or (body[:1] == b"0" and len(raw) > 1):
+        raise CommandError(error)
+    value = int(raw)
+    if not -(2**63) <= value < 2**63:
+        raise CommandError(error)
+    return value
+
+
+def eq(raw: bytes, word: bytes) -> bool:
+    """Case-insensitive option match."""
+    return raw.lower() == word
+
+
+def text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")

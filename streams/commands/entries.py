@@ -1,0 +1,126 @@
+"""Entry-writing commands: XADD, XDEL, XTRIM, XSETID, XLEN."""
+
+from __future__ import annotations
+
+from streams import errors
+from streams.commands.base import Command, Context, Result, command, eq, parse_int
+from streams.commands.trimming import doomed_entries, parse_trim_args, thresholds
+from streams.commands.reply import OK
+from streams.crdt import ops
+from streams.crdt.entries import EntryLogs
+from streams.crdt.ops import Body
+from streams.errors import CommandError
+from streams.ids import (
+    XAddIdKind,
+    format_id,
+    next_xadd_id,
+    parse_id,
+    parse_xadd_id,
+)
+
+
+def xadd(ctx: Context, args: list[bytes]) -> Result:
+    trim, idpos = parse_trim_args(args, 2, xadd=True)
+    if idpos >= len(args):
+        raise errors.wrong_arity("xadd")
+    spec = parse_xadd_id(args[idpos])
+    nfields = len(args) - idpos - 1
+    if nfields < 2 or nfields % 2:
+        raise errors.wrong_arity("xadd")
+    if spec.kind is XAddIdKind.FULL and spec.ms == 0 and spec.seq == 0:
+        raise CommandError(errors.XADD_ID_ZERO)
+    key = args[1]
+    ks = ctx.state.raw(key)
+    if trim.nomkstream and (ks is None or not ks.exists):
+        return Result(None)
+    top = None if ks is None else ks.top
+    if top == (2**64 - 1, 2**64 - 1):
+        raise CommandError(errors.STREAM_EXHAUSTED)
+    sid = next_xadd_id(spec, ctx.mode, ctx.region, ctx.now_ms, top)
+    fields = tuple(args[idpos + 1 :])
+    out: list[Body] = [ops.XAdd(key, sid, fields)]
+    logs = ks.entries if ks is not None else EntryLogs()
+    doomed = doomed_entries(logs, trim, (sid, ctx.region, fields))
+    if doomed:
+        out.append(ops.XTrim(key, thresholds(doomed)))
+    return Result(format_id(sid), out)
+
+
+def xtrim(ctx: Context, args: list[bytes]) -> Result:
+    trim, _ = parse_trim_args(args, 2, xadd=False)
+    ks = ctx.state.get(args[1])
+    if ks is None:
+        return Result(0)
+    doomed = doomed_entries(ks.entries, trim)
+    if not doomed:
+        return Result(0)
+    return Result(len(doomed), [ops.XTrim(args[1], thresholds(doomed))])
+
+
+def xdel(ctx: Context, args: list[bytes]) -> Result:
+    ids = [parse_id(raw, 0) for raw in args[2:]]
+    ks = ctx.state.get(args[1])
+    if ks is None:
+        return Result(0)
+    seen: set[tuple[int, int]] = set()
+    count = 0
+    for sid in ids:
+        if sid in seen:
+            continue
+        seen.add(sid)
+        count += len(ks.entries.origins_with(sid))
+    if not count:
+        return Result(0)
+    present = tuple(sid for sid in dict.fromkeys(ids) if ks.entries.has(sid))
+    return Result(count, [ops.XDel(args[1], present)])
+
+
+def xsetid(ctx: Context, args: list[bytes]) -> Result:
+    sid = parse_id(args[2], 0)
+    entries_added: int | None = None
+    max_deleted = None
+    i = 3
+    while i < len(args):
+        more = len(args) - 1 - i
+        if eq(args[i], b"entriesadded") and more:
+            entries_added = parse_int(args[i + 1])
+            if entries_added < 0:
+                raise CommandError(errors.ENTRIES_ADDED_NEGATIVE)
+        elif eq(args[i], b"maxdeletedid") and more:
+            max_deleted = parse_id(args[i + 1], 0)
+            if sid < max_deleted:
+                raise CommandError(errors.XSETID_MAXDEL)
+        else:
+            raise CommandError(errors.SYNTAX)
+        i += 2
+    ks = ctx.state.get(args[1])
+    if ks is None:
+        raise CommandError(errors.NO_SUCH_KEY)
+    if sid < ks.max_deleted_id:
+        raise CommandError(errors.XSETID_BELOW_MAXDEL)
+    if ks.entries.length:
+        top = ks.entries.max_id()
+        if top is not None and sid < top:
+            raise CommandError(errors.XSETID_TOO_SMALL)
+        if entries_added is not None and ks.entries.length > entries_added:
+            raise CommandError(errors.XSETID_ENTRIES_ADDED)
+    if sid < ks.last_id:
+        raise CommandError(errors.XSETID_BELOW_LAST)
+    if max_deleted == (0, 0):
+        max_deleted = None
+    return Result(OK, [ops.XSetId(args[1], sid, entries_added, max_deleted)])
+
+
+def xlen(ctx: Context, args: list[bytes]) -> Result:
+    ks = ctx.state.get(args[1])
+    return Result(0 if ks is None else ks.entries.length)
+
+
+
+COMMANDS: list[Command] = [
+    command("xadd", -5, "write", xadd),
+    command("xtrim", -4, "write", xtrim),
+    command("xdel", -3, "write", xdel),
+    command("xsetid", -3, "write", xsetid),
+    command("xlen", 2, "readonly", xlen),
+]

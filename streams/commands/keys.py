@@ -1,0 +1,41 @@
+"""Keyspace commands over stream keys: DEL, UNLINK, EXISTS, TYPE.
+
+DEL is observed-remove for entries and delete-wins for groups: the op removes what this region
+has seen and kills every group of the key, concurrent creates included.
+"""
+
+from __future__ import annotations
+
+from streams.commands.base import Command, Context, Result, command
+from streams.commands.reply import Status
+from streams.crdt import ops
+from streams.crdt.ops import Body
+
+
+def delete(ctx: Context, args: list[bytes]) -> Result:
+    removed = 0
+    out: list[Body] = []
+    for key in dict.fromkeys(args[1:]):
+        raw = ctx.state.raw(key)
+        if raw is None:
+            continue
+        if raw.exists:
+            removed += 1
+        out.append(ops.Del(key))
+    return Result(removed, out)
+
+
+def exists(ctx: Context, args: list[bytes]) -> Result:
+    return Result(sum(1 for key in args[1:] if ctx.state.get(key) is not None))
+
+
+def type_(ctx: Context, args: list[bytes]) -> Result:
+    return Result(Status("stream" if ctx.state.get(args[1]) is not None else "none"))
+
+
+COMMANDS: list[Command] = [
+    command("del", -2, "write", delete, keys=(1, -1, 1)),
+    command("unlink", -2, "write", delete, keys=(1, -1, 1)),
+    command("exists", -2, "readonly", exists, keys=(1, -1, 1)),
+    command("type", 2, "readonly", type_),
+]

@@ -1,0 +1,204 @@
+"""The operations of the replicated state machine, as frozen dataclasses.
+
+Every value an op needs (the concrete entry ID, the time, the per-origin trim thresholds) is
+resolved at the edge, by the command that issued it, and carried in the op: applying an op never
+reads a clock or generates anything, so the same op folds to the same state in the live node, in
+replay and in Spark.
+
+Two kinds:
+- replicated bodies travel in `<region>.oplog` inside an `Op` envelope with a dot and a causal
+  context, and are applied in every region;
+- local bodies travel in `<region>.local` inside a `LocalOp` and are applied only in the region
+  that wrote them (consumers, PEL, cursors).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streams.ids import StreamID
+
+Fields = tuple[bytes, ...]
+"""An entry's field/value pairs flattened: (f1, v1, f2, v2, ...). No per-entry dicts."""
+
+OriginIds = tuple[tuple[int, StreamID], ...]
+"""Per-origin IDs as sorted (origin, id) pairs: hashable and order-stable."""
+
+Vector = tuple[tuple[int, int], ...]
+"""A version vector as sorted (region, seq) pairs; absent regions are 0."""
+
+
+# --- replicated bodies ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class XAdd:
+    key: bytes
+    id: StreamID
+    fields: Fields
+
+
+@dataclass(frozen=True, slots=True)
+class Del:
+    """Observed-remove of the key's entries; kills every group of the key (delete wins)."""
+
+    key: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class XDel:
+    """Removes the observed entries carrying these IDs, in every origin log."""
+
+    key: bytes
+    ids: tuple[StreamID, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class XTrim:
+    """Removes observed entries of origin o with ID <= thresholds[o]."""
+
+    key: bytes
+    thresholds: OriginIds
+
+
+@dataclass(frozen=True, slots=True)
+class XSetId:
+    key: bytes
+    last_id: StreamID
+    entries_added: int | None
+    max_deleted_id: StreamID | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCreate:
+    """Creates a group; its delivery cursors start at `start` (per origin, else `default`)."""
+
+    key: bytes
+    group: bytes
+    default: StreamID
+    start: OriginIds
+    entries_read: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDestroy:
+    key: bytes
+    group: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class AckEffect:
+    """The consecutive-XACK effect: every entry up to `frontier` (per origin) is acknowledged."""
+
+    key: bytes
+    group: bytes
+    frontier: OriginIds
+
+
+ReplicatedBody = XAdd | Del | XDel | XTrim | XSetId | GroupCreate | GroupDestroy | AckEffect
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """A replicated op: dot (origin, seq), causal context, origin wall-clock time, body."""
+
+    origin: int
+    seq: int
+    ctx: Vector
+    ts_ms: int
+    body: ReplicatedBody
+
+    def ctx_of(self, region: int) -> int:
+        for r, s in self.ctx:
+            if r == region:
+                return s
+        return 0
+
+
+# --- local bodies --------------------------------------------------------------------------
+
+EntryRef = tuple[int, StreamID]
+"""An entry named by (origin, id): with duplicate IDs, the origin tells entries apart."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    """XREADGROUP `>`: entries handed to a consumer, cursors advanced, PEL filled (unless noack)."""
+
+    key: bytes
+    group: bytes
+    consumer: bytes
+    now_ms: int
+    entries: tuple[EntryRef, ...]
+    noack: bool
+    entries_read: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class TouchConsumer:
+    """Creates the consumer if missing and records that it was seen (history reads, CREATECONSUMER)."""
+
+    key: bytes
+    group: bytes
+    consumer: bytes
+    now_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    key: bytes
+    group: bytes
+    ids: tuple[StreamID, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """XCLAIM / XAUTOCLAIM: ownership moves to `consumer`; `dropped` leave the PEL (deleted entries)."""
+
+    key: bytes
+    group: bytes
+    consumer: bytes
+    now_ms: int
+    entries: tuple[EntryRef, ...]
+    delivery_time_ms: int
+    retry_count: int | None
+    increment: bool
+    dropped: tuple[EntryRef, ...]
+    last_id: StreamID | None
+
+
+@dataclass(frozen=True, slots=True)
+class SetId:
+    key: bytes
+    group: bytes
+    default: StreamID
+    start: OriginIds
+    entries_read: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class DelConsumer:
+    key: bytes
+    group: bytes
+    consumer: bytes
+
+
+LocalBody = Deliver | TouchConsumer | Ack | Claim | SetId | DelConsumer
+
+
+@dataclass(frozen=True, slots=True)
+class LocalOp:
+    region: int
+    seq: int
+    ts_ms: int
+    body: LocalBody
+
+
+Body = ReplicatedBody | LocalBody
+
+REPLICATED_TYPES = (XAdd, Del, XDel, XTrim, XSetId, GroupCreate, GroupDestroy, AckEffect)
+LOCAL_TYPES = (Deliver, TouchConsumer, Ack, Claim, SetId, DelConsumer)
+
+
+def is_replicated(body: Body) -> bool:
+    return isinstance(body, REPLICATED_TYPES)

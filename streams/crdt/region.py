@@ -1,0 +1,113 @@
+"""One region's replica: materialized state, causal buffer, op numbering, XACK coalescing.
+
+Pure: the caller supplies time and moves ops between regions (the simulated sync of the tests, or
+Kafka in the node). Ops are made in two steps, `prepare` then `commit`, so a node can wait for the
+log to acknowledge an op before the state holds it.
+"""
+
+from __future__ import annotations
+
+from streams.crdt import ops
+from streams.crdt.causal import CausalBuffer
+from streams.crdt.state import State
+from streams.ids import MIN_ID, IdMode, StreamID
+
+
+class Region:
+    __slots__ = ("id", "mode", "state", "causal", "local_seq", "_dirty_acks")
+
+    def __init__(self, region_id: int, mode: IdMode = IdMode.STRICT) -> None:
+        self.id = region_id
+        self.mode = mode
+        self.state = State()
+        self.causal = CausalBuffer()
+        self.local_seq = 0
+        self._dirty_acks: set[tuple[bytes, bytes]] = set()
+
+    @property
+    def vector(self) -> dict[int, int]:
+        """Applied seq per origin region (this region's own ops included)."""
+        return dict(self.causal.applied)
+
+    def prepare(self, body: ops.ReplicatedBody, now_ms: int) -> ops.Op:
+        applied = self.causal.applied
+        seq = applied.get(self.id, 0) + 1
+        ctx = tuple(sorted((r, s) for r, s in applied.items() if r != self.id and s > 0))
+        return ops.Op(self.id, seq, ctx, now_ms, body)
+
+    def commit(self, op: ops.Op) -> None:
+        if op.origin != self.id or op.seq != self.causal.applied.get(self.id, 0) + 1:
+            raise ValueError(f"op {op.origin}:{op.seq} is not this region's next op")
+        self.causal.applied[self.id] = op.seq
+        self.state.apply(op)
+
+    def issue(self, body: ops.ReplicatedBody, now_ms: int) -> ops.Op:
+        op = self.prepare(body, now_ms)
+        self.commit(op)
+        return op
+
+    def issue_local(self, body: ops.LocalBody, now_ms: int) -> ops.LocalOp:
+        self.local_seq += 1
+        record = ops.LocalOp(self.id, self.local_seq, now_ms, body)
+        self.apply_local(record)
+        return record
+
+    def apply_local(self, record: ops.LocalOp) -> None:
+        """Apply one of this region's local ops (live, or replayed from `<region>.local`)."""
+        self.local_seq = max(self.local_seq, record.seq)
+        self.state.apply_local(record.body)
+        if isinstance(record.body, ops.Ack):
+            self._dirty_acks.add((record.body.key, record.body.group))
+
+    def receive(self, op: ops.Op) -> list[ops.Op]:
+        """Offer an op from any origin (own ops replayed too); apply what became deliverable."""
+        released = self.causal.offer(op)
+        for ready in released:
+            self.state.apply(ready)
+        return released
+
+    def ack_effects(self) -> list[ops.AckEffect]:
+        """The consecutive-XACK effects held back since the last call (DESIGN section 7).
+
+        For each group acknowledged since, the frontier per origin is the highest delivered entry
+        below which everything delivered is acknowledged; an effect is due when it moved past
+        what was last replicated.
+        """
+        due: list[ops.AckEffect] = []
+        for key, name in sorted(self._dirty_acks):
+            ks = self.state.raw(key)
+            group = None if ks is None else ks.groups.get(name)
+            if ks is None or group is None:
+                continue
+            min_pending = group.min_pending_per_origin()
+            frontier: list[tuple[int, StreamID]] = []
+            origins = set(group.cursors) | set(ks.entries.logs)
+            for origin in sorted(origins):
+                cursor = group.cursor(origin)
+                bound = min_pending.get(origin)
+                if bound is None:
+                    reached = cursor
+                else:
+                    log = ks.entries.logs.get(origin)
+                    below = [] if log is None else list(
+                        log.irange(maximum=min(bound, cursor), inclusive=(True, False), reverse=True)
+                    )
+                    reached = below[0] if below else MIN_ID
+                if reached > group.ack_sent.get(origin, MIN_ID):
+                    group.ack_sent[origin] = reached
+                    frontier.append((origin, reached))
+            if frontier:
+                due.append(ops.AckEffect(key, name, tuple(frontier)))
+        self._dirty_acks.clear()
+        return due
+
+    def flush_acks(self, now_ms: int) -> list[ops.Op]:
+        """Issue the held-back XACK effects as replicated ops."""
+        return [self.issue(effect, now_ms) for effect in self.ack_effects()]
+
+    def collect_tombstones(self, regions: list[int], known: dict[int, dict[int, int]]) -> int:
+        """GC group tombstones all `regions` have applied; `known[r]` is r's applied vector."""
+        stable: dict[int, int] = {}
+        for origin in regions:
+            stable[origin] = min(known.get(r, {}).get(origin, 0) for r in regions)
+        return self.state.collect_tombstones(stable)

@@ -1,0 +1,306 @@
+"""The replicated keyspace and one `apply` per op type.
+
+`State` is what a region has materialized: stream keys with their per-origin entry logs, groups,
+tombstones, and the Redis 7 bookkeeping counters (last ID, entries added, max deleted ID) that
+XINFO and ID generation read. Applying is deterministic and reads nothing but the op, so any
+region, replay or Spark job folding the same ops in a causal order reaches the same replicated
+state (entries and group names, which is what `digest` covers).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from streams.crdt import ops
+from streams.crdt.entries import EntryLogs
+from streams.crdt.groups import Group, initial_cursors, pel_key
+from streams.ids import MIN_ID, StreamID
+
+Dot = tuple[int, int]
+
+
+class KeyState:
+    """One stream key. It exists (for EXISTS, TYPE, XLEN...) iff it has an entry or a group."""
+
+    __slots__ = (
+        "entries",
+        "groups",
+        "last_id",
+        "entries_added",
+        "max_deleted_id",
+        "del_tombstones",
+        "group_tombstones",
+    )
+
+    def __init__(self) -> None:
+        self.entries = EntryLogs()
+        self.groups: dict[bytes, Group] = {}
+        self.last_id: StreamID = MIN_ID
+        self.entries_added = 0
+        self.max_deleted_id: StreamID = MIN_ID
+        self.del_tombstones: list[Dot] = []
+        self.group_tombstones: dict[bytes, list[Dot]] = {}
+
+    @property
+    def exists(self) -> bool:
+        return self.entries.length > 0 or bool(self.groups)
+
+    @property
+    def top(self) -> StreamID | None:
+        """The highest ID this region has seen in the key, for ID generation; None if fresh."""
+        if self.last_id == MIN_ID and self.entries.length == 0:
+            return None
+        return self.last_id
+
+    def is_empty_husk(self) -> bool:
+        return not self.exists and not self.del_tombstones and not self.group_tombstones
+
+
+class State:
+    """Every key a region has materialized."""
+
+    __slots__ = ("keys",)
+
+    def __init__(self) -> None:
+        self.keys: dict[bytes, KeyState] = {}
+
+    def get(self, key: bytes) -> KeyState | None:
+        """The key if it exists (has an entry or a group), else None."""
+        ks = self.keys.get(key)
+        return ks if ks is not None and ks.exists else None
+
+    def raw(self, key: bytes) -> KeyState | None:
+        """The key's state even when it holds no entry and no group (bookkeeping only)."""
+        return self.keys.get(key)
+
+    def group(self, key: bytes, name: bytes) -> Group | None:
+        ks = self.keys.get(key)
+        return None if ks is None else ks.groups.get(name)
+
+    def existing_keys(self) -> Iterator[bytes]:
+        return (k for k, ks in self.keys.items() if ks.exists)
+
+    def _key(self, key: bytes) -> KeyState:
+        ks = self.keys.get(key)
+        if ks is None:
+            ks = self.keys[key] = KeyState()
+        return ks
+
+    # --- replicated ops ----------------------------------------------------------------------
+
+    def apply(self, op: ops.Op) -> None:
+        _REPLICATED[type(op.body)](self, op, op.body)
+
+    def apply_local(self, body: ops.LocalBody) -> None:
+        ks = self.keys.get(body.key)
+        group = None if ks is None else ks.groups.get(body.group)
+        if group is None:
+            return  # the group was destroyed (maybe concurrently); its local ops are moot
+        _LOCAL[type(body)](ks, group, body)
+
+    def _apply_xadd(self, op: ops.Op, body: ops.XAdd) -> None:
+        ks = self._key(body.key)
+        ks.entries.add(op.origin, op.seq, body.id, body.fields)
+        ks.last_id = max(ks.last_id, body.id)
+        ks.entries_added += 1
+
+    def _apply_del(self, op: ops.Op, body: ops.Del) -> None:
+        ks = self._key(body.key)
+        ks.entries.remove_all_observed(_covered(op))
+        ks.groups.clear()
+        ks.del_tombstones.append((op.origin, op.seq))
+        top = ks.entries.max_id()
+        ks.last_id = top if top is not None else MIN_ID
+        ks.entries_added = ks.entries.length
+        ks.max_deleted_id = MIN_ID
+
+    def _apply_xdel(self, op: ops.Op, body: ops.XDel) -> None:
+        ks = self.keys.get(body.key)
+        if ks is None:
+            return
+        covered = _covered(op)
+        for sid in body.ids:
+            for origin in ks.entries.origins_with(sid):
+                if ks.entries.remove_observed(origin, sid, covered.get(origin, 0)):
+                    ks.max_deleted_id = max(ks.max_deleted_id, sid)
+
+    def _apply_xtrim(self, op: ops.Op, body: ops.XTrim) -> None:
+        ks = self.keys.get(body.key)
+        if ks is None:
+            return
+        covered = _covered(op)
+        for origin, threshold in body.thresholds:
+            ks.entries.trim_observed(origin, threshold, covered.get(origin, 0))
+
+    def _apply_xsetid(self, op: ops.Op, body: ops.XSetId) -> None:
+        ks = self._key(body.key)
+        ks.last_id = max(ks.last_id, body.last_id)
+        if body.entries_added is not None:
+            ks.entries_added = body.entries_added
+        if body.max_deleted_id is not None:
+            ks.max_deleted_id = body.max_deleted_id
+
+    def _apply_group_create(self, op: ops.Op, body: ops.GroupCreate) -> None:
+        ks = self._key(body.key)
+        covered = _covered(op)
+        beaten = ks.del_tombstones + ks.group_tombstones.get(body.group, [])
+        if any(covered.get(origin, 0) < seq for origin, seq in beaten):
+            return  # a destroy or DEL it did not observe wins
+        if body.group in ks.groups:
+            return  # concurrent creates of one name merge into the group already here
+        start = dict(body.start)
+        ks.groups[body.group] = Group(
+            body.group, body.default, initial_cursors(body.default, start), body.entries_read
+        )
+
+    def _apply_group_destroy(self, op: ops.Op, body: ops.GroupDestroy) -> None:
+        ks = self._key(body.key)
+        ks.groups.pop(body.group, None)
+        ks.group_tombstones.setdefault(body.group, []).append((op.origin, op.seq))
+
+    def _apply_ack_effect(self, op: ops.Op, body: ops.AckEffect) -> None:
+        group = self.group(body.key, body.group)
+        if group is None:
+            return
+        for origin, frontier in body.frontier:
+            group.advance(origin, frontier)
+            if frontier > group.ack_sent.get(origin, MIN_ID):
+                group.ack_sent[origin] = frontier
+
+    # --- tombstone collection ------------------------------------------------------------------
+
+    def collect_tombstones(self, stable: dict[int, int]) -> int:
+        """Drop tombstones every region has applied (`stable` = per-origin seq all have).
+
+        A create issued after its region applied a tombstone covers it, so once every region has
+        applied it no future create can be beaten by it.
+        """
+        dropped = 0
+        for key in list(self.keys):
+            ks = self.keys[key]
+            before = len(ks.del_tombstones)
+            ks.del_tombstones = [d for d in ks.del_tombstones if stable.get(d[0], 0) < d[1]]
+            dropped += before - len(ks.del_tombstones)
+            for name in list(ks.group_tombstones):
+                kept = [d for d in ks.group_tombstones[name] if stable.get(d[0], 0) < d[1]]
+                dropped += len(ks.group_tombstones[name]) - len(kept)
+                if kept:
+                    ks.group_tombstones[name] = kept
+                else:
+                    del ks.group_tombstones[name]
+            if ks.is_empty_husk() and ks.last_id == MIN_ID:
+                del self.keys[key]
+        return dropped
+
+    # --- digest --------------------------------------------------------------------------------
+
+    def digest(self) -> str:
+        """Hex digest of the replicated state: every existing key's entries and group names."""
+        h = hashlib.sha256()
+        for key in sorted(self.existing_keys()):
+            ks = self.keys[key]
+            _feed(h, b"K", key)
+            for sid, origin, fields in ks.entries.range(MIN_ID, (2**64 - 1, 2**64 - 1)):
+                _feed(h, b"E", b"%d-%d@%d" % (sid[0], sid[1], origin))
+                for item in fields:
+                    _feed(h, b"F", item)
+            for name in sorted(ks.groups):
+                _feed(h, b"G", name)
+        return h.hexdigest()
+
+
+def _feed(h: Any, tag: bytes, data: bytes) -> None:
+    h.update(tag + len(data).to_bytes(8, "big") + data)
+
+
+def _covered(op: ops.Op) -> dict[int, int]:
+    covered = dict(op.ctx)
+    covered[op.origin] = op.seq - 1
+    return covered
+
+
+# --- local ops -------------------------------------------------------------------------------
+
+
+def _apply_deliver(ks: KeyState, group: Group, body: ops.Deliver) -> None:
+    consumer = group.consumer(body.consumer, body.now_ms)
+    consumer.seen_time = body.now_ms
+    for ref in body.entries:
+        group.advance(ref[0], ref[1])
+        if not body.noack:
+            group.add_pending(ref, consumer, body.now_ms)
+    group.entries_read = body.entries_read
+
+
+def _apply_touch(ks: KeyState, group: Group, body: ops.TouchConsumer) -> None:
+    group.consumer(body.consumer, body.now_ms).seen_time = body.now_ms
+
+
+def _apply_ack(ks: KeyState, group: Group, body: ops.Ack) -> None:
+    for sid in body.ids:
+        group.ack(sid)
+
+
+def _apply_claim(ks: KeyState, group: Group, body: ops.Claim) -> None:
+    for ref in body.dropped:
+        group.drop_pending(pel_key(ref))
+    if not body.entries and body.consumer not in group.consumers:
+        return _claim_last_id(group, body)
+    consumer = group.consumer(body.consumer, body.now_ms)
+    consumer.seen_time = body.now_ms
+    for ref in body.entries:
+        key = pel_key(ref)
+        entry = group.pel.get(key)
+        if entry is None:
+            group.add_pending(ref, consumer, body.delivery_time_ms)
+            entry = group.pel[key]
+        elif entry.consumer != consumer.name:
+            group.consumers[entry.consumer].pending.discard(key)
+            entry.consumer = consumer.name
+            consumer.pending.add(key)
+        entry.delivery_time = body.delivery_time_ms
+        if body.retry_count is not None:
+            entry.delivery_count = body.retry_count
+        elif body.increment:
+            entry.delivery_count += 1
+    _claim_last_id(group, body)
+
+
+def _claim_last_id(group: Group, body: ops.Claim) -> None:
+    if body.last_id is not None:
+        if body.last_id > group.default_cursor:
+            group.default_cursor = body.last_id
+        for origin in list(group.cursors):
+            group.advance(origin, body.last_id)
+
+
+def _apply_setid(ks: KeyState, group: Group, body: ops.SetId) -> None:
+    group.set_cursors(body.default, initial_cursors(body.default, dict(body.start)))
+    group.entries_read = body.entries_read
+
+
+def _apply_delconsumer(ks: KeyState, group: Group, body: ops.DelConsumer) -> None:
+    group.delete_consumer(body.consumer)
+
+
+_REPLICATED: dict[type, Callable[[State, ops.Op, Any], None]] = {
+    ops.XAdd: State._apply_xadd,
+    ops.Del: State._apply_del,
+    ops.XDel: State._apply_xdel,
+    ops.XTrim: State._apply_xtrim,
+    ops.XSetId: State._apply_xsetid,
+    ops.GroupCreate: State._apply_group_create,
+    ops.GroupDestroy: State._apply_group_destroy,
+    ops.AckEffect: State._apply_ack_effect,
+}
+
+_LOCAL: dict[type, Callable[[KeyState, Group, Any], None]] = {
+    ops.Deliver: _apply_deliver,
+    ops.TouchConsumer: _apply_touch,
+    ops.Ack: _apply_ack,
+    ops.Claim: _apply_claim,
+    ops.SetId: _apply_setid,
+    ops.DelConsumer: _apply_delconsumer,
+}

@@ -1,0 +1,155 @@
+"""The one catalogue of error replies, byte-identical to Redis 7.
+
+Every error a command can answer lives here as a constant, so the texts can be checked against a
+real redis-server in one place and no module invents its own wording. A leaf module: it imports
+nothing of ours, so `streams.ids` may use it too.
+"""
+
+from __future__ import annotations
+
+
+class CommandError(Exception):
+    """An error reply. `text` is the whole line Redis sends after '-', code included."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    @property
+    def code(self) -> str:
+        return self.text.split(" ", 1)[0]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CommandError) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"CommandError({self.text!r})"
+
+
+def err(text: str) -> CommandError:
+    return CommandError(text)
+
+
+SYNTAX = "ERR syntax error"
+NOT_INTEGER = "ERR value is not an integer or out of range"
+WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
+NO_SUCH_KEY = "ERR no such key"
+INVALID_ID = "ERR Invalid stream ID specified as stream command argument"
+XADD_ID_TOO_SMALL = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+XADD_ID_ZERO = "ERR The ID specified in XADD must be greater than 0-0"
+XSETID_TOO_SMALL = "ERR The ID specified in XSETID is smaller than the target stream top item"
+XSETID_BELOW_LAST = (
+    "ERR The ID specified in XSETID is smaller than current last ID "
+    "(active-active streams never move the last ID back)"
+)
+XSETID_ENTRIES_ADDED = (
+    "ERR The entries_added specified in XSETID is smaller than the target stream length"
+)
+XSETID_MAXDEL = (
+    "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
+)
+STREAM_EXHAUSTED = "ERR The stream has exhausted the last possible ID, unable to add more items"
+XSETID_BELOW_MAXDEL = "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id"
+ENTRIES_ADDED_NEGATIVE = "ERR entries_added must be positive"
+MAXLEN_MINID_TOGETHER = (
+    "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
+)
+LIMIT_WITHOUT_STRATEGY = (
+    "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
+)
+XTRIM_NO_STRATEGY = "ERR syntax error, XTRIM must be called with a trimming strategy"
+GROUP_ONLY_XREADGROUP = (
+    "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead."
+)
+NOACK_ONLY_XREADGROUP = (
+    "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead."
+)
+MISSING_GROUP = "ERR Missing GROUP option for XREADGROUP"
+STRICT_FULL_ID = (
+    "ERR full stream IDs (ms-seq) are refused in strict ID mode: "
+    "use '*' or a millisecond-only ID"
+)
+BUSYGROUP = "BUSYGROUP Consumer Group name already exists"
+XGROUP_KEY_MISSING = (
+    "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to "
+    "use the MKSTREAM option to create an empty stream automatically."
+)
+INVALID_START_ID = "ERR invalid start ID for the interval"
+INVALID_END_ID = "ERR invalid end ID for the interval"
+UNBALANCED_XREAD = (
+    "ERR Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified."
+)
+UNBALANCED_XREADGROUP = (
+    "ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be "
+    "specified."
+)
+XREAD_GT_ONLY_GROUP = (
+    "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> "
+    "<consumer> option."
+)
+XREADGROUP_DOLLAR = (
+    "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of "
+    "this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would "
+    "just return an empty result set."
+)
+TIMEOUT_NEGATIVE = "ERR timeout is negative"
+TIMEOUT_NOT_INTEGER = "ERR timeout is not an integer or out of range"
+LIMIT_WITHOUT_APPROX = "ERR syntax error, LIMIT cannot be used without the special ~ option"
+MAXLEN_NEGATIVE = "ERR The MAXLEN argument must be >= 0."
+LIMIT_NEGATIVE = "ERR The LIMIT argument must be >= 0."
+COUNT_NEGATIVE_XAUTOCLAIM = "ERR COUNT must be > 0"
+ENTRIES_READ_INVALID = "ERR value for ENTRIESREAD must be positive or -1"
+INVALID_IDLE = "ERR Invalid IDLE option argument for XCLAIM"
+INVALID_TIME = "ERR Invalid TIME option argument for XCLAIM"
+INVALID_RETRYCOUNT = "ERR Invalid RETRYCOUNT option argument for XCLAIM"
+INVALID_MIN_IDLE = "ERR Invalid min-idle-time argument for XCLAIM"
+UNSUPPORTED_TYPE = "ERR unsupported command: this database holds Redis streams only"
+NOGROUP_READGROUP_FMT = (
+    "NOGROUP No such key '{key}' or consumer group '{group}' in XREADGROUP with GROUP option"
+)
+NOGROUP_FMT = "NOGROUP No such key '{key}' or consumer group '{group}'"
+XGROUP_NOGROUP_FMT = "NOGROUP No such consumer group '{group}' for key name '{key}'"
+UNKNOWN_COMMAND_FMT = "ERR unknown command '{name}', with args beginning with: {args}"
+WRONG_ARITY_FMT = "ERR wrong number of arguments for '{name}' command"
+UNKNOWN_SUBCOMMAND_FMT = "ERR unknown subcommand '{sub}'. Try {cmd} HELP."
+WRONG_ARITY_SUB_FMT = "ERR wrong number of arguments for '{name}' command"
+NO_CONSUMER_GROUP_FMT = "NOGROUP No such consumer group '{group}' for key name '{key}'"
+
+
+def nogroup_readgroup(key: bytes, group: bytes) -> CommandError:
+    return CommandError(
+        NOGROUP_READGROUP_FMT.format(key=_s(key), group=_s(group))
+    )
+
+
+def nogroup(key: bytes, group: bytes) -> CommandError:
+    return CommandError(NOGROUP_FMT.format(key=_s(key), group=_s(group)))
+
+
+def xgroup_nogroup(key: bytes, group: bytes) -> CommandError:
+    return CommandError(XGROUP_NOGROUP_FMT.format(key=_s(key), group=_s(group)))
+
+
+def wrong_arity(name: str) -> CommandError:
+    return CommandError(WRONG_ARITY_FMT.format(name=name.lower()))
+
+
+def unknown_command(name: bytes, args: list[bytes]) -> CommandError:
+    """Redis 7: each argument quoted and followed by a space, at most 128 characters in all."""
+    shown = ""
+    for arg in args:
+        if len(shown) >= 128:
+            break
+        shown += f"'{_s(arg)[: 128 - len(shown)]}' "
+    return CommandError(UNKNOWN_COMMAND_FMT.format(name=_s(name)[:128], args=shown))
+
+
+def unknown_subcommand(cmd: str, sub: bytes) -> CommandError:
+    return CommandError(UNKNOWN_SUBCOMMAND_FMT.format(sub=_s(sub), cmd=cmd.upper()))
+
+
+def _s(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
