@@ -153,3 +153,31 @@ def unknown_subcommand(cmd: str, sub: bytes) -> CommandError:
 
 def _s(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
+
+
+# --- consumer-group and XINFO texts (Redis 7.0.15, checked against redis-server) ---------------
+
+UNBALANCED_STREAMS = (
+    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+)
+"""7.0.15 sends this one text for XREAD and XREADGROUP alike (later versions name the command)."""
+INVALID_MIN_IDLE_XAUTOCLAIM = "ERR Invalid min-idle-time argument for XAUTOCLAIM"
+XCLAIM_UNRECOGNIZED_FMT = "ERR Unrecognized XCLAIM option '{opt}'"
+SUBCOMMAND_SYNTAX_FMT = (
+    "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {cmd} HELP."
+)
+
+
+def xclaim_unrecognized(opt: bytes) -> CommandError:
+    return CommandError(XCLAIM_UNRECOGNIZED_FMT.format(opt=_s(opt)))
+
+
+def subcommand_syntax(cmd: bytes, sub: bytes) -> CommandError:
+    """Redis's addReplySubcommandSyntaxError: the subcommand as typed (at most 128 characters),
+    the command upper-cased."""
+    return CommandError(SUBCOMMAND_SYNTAX_FMT.format(sub=_s(sub)[:128], cmd=_s(cmd).upper()))
+
+
+XAUTOCLAIM_COUNT_TOO_HIGH = (
+    "ERR Insufficient memory, failed allocating transient memory, COUNT too high."
+)

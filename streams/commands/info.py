@@ -1,5 +1,220 @@
-"""Placeholder replaced by the info family."""
+"""XINFO STREAM [FULL [COUNT n]], XINFO GROUPS, XINFO CONSUMERS, XINFO HELP: Redis 7.0 shapes.
 
-from streams.commands.base import Command
+Key/value replies are `Map`s, as Redis 7.0 answers them with addReplyMapLen: maps in RESP3, flat
+arrays in RESP2. Everything shown is what this region holds: groups are replicated, but their
+consumers, PEL, cursors and entries-read are local, so another region shows the same group names
+with no consumers and no pending (seed 000, "Group replication").
 
-COMMANDS: list[Command] = []
+Where the model differs from one Redis stream:
+- last-delivered-id is the group's highest per-origin cursor; entries-read / lag follow
+  `streams.crdt.lag`;
+- radix-tree-keys / radix-tree-nodes describe Redis's memory layout, which has no counterpart
+  here: they are estimates from the length (100 entries per listpack node, as Redis packs small
+  entries appended in order; nodes about 2 per key plus 2), exact for short streams only;
+- recorded-first-entry-id is the first live entry in merged order (0-0 when empty).
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+
+from streams import errors
+from streams.commands.base import Command, Context, Result, command, container, eq, parse_int
+from streams.commands.groupview import entry_reply, help_reply, pel_keys_between
+from streams.commands.reply import Map, Reply
+from streams.crdt.groups import Group, pel_ref
+from streams.crdt.lag import first_id, group_lag
+from streams.crdt.state import KeyState
+from streams.errors import CommandError
+from streams.ids import MAX_ID, MIN_ID, format_id
+
+NODE_ENTRIES = 100
+"""Entries per radix-tree node in the estimate (Redis's stream-node-max-entries default)."""
+
+_HELP = (
+    "CONSUMERS <key> <groupname>",
+    "    Show consumers of <groupname>.",
+    "GROUPS <key>",
+    "    Show the stream consumer groups.",
+    "STREAM <key> [FULL [COUNT <count>]",
+    "    Show information about the stream.",
+)
+
+
+def radix_tree_estimate(length: int) -> tuple[int, int]:
+    """(radix-tree-keys, radix-tree-nodes) a Redis stream of this length would typically show."""
+    keys = -(-length // NODE_ENTRIES)
+    if keys == 0:
+        return 0, 1
+    if keys == 1:
+        return 1, 2
+    return keys, 2 * keys + 2
+
+
+def _key(ctx: Context, key: bytes) -> KeyState:
+    ks = ctx.state.get(key)
+    if ks is None:
+        raise CommandError(errors.NO_SUCH_KEY)
+    return ks
+
+
+def _entries_read(group: Group) -> Reply:
+    return group.entries_read
+
+
+# --- XINFO GROUPS / CONSUMERS ------------------------------------------------------------------
+
+
+def xinfo_groups(ctx: Context, args: list[bytes]) -> Result:
+    ks = _key(ctx, args[2])
+    return Result([_group_map(ks, name, ks.groups[name]) for name in sorted(ks.groups)])
+
+
+def _group_map(ks: KeyState, name: bytes, group: Group) -> Map:
+    return Map(
+        (
+            (b"name", name),
+            (b"consumers", len(group.consumers)),
+            (b"pending", len(group.pel)),
+            (b"last-delivered-id", format_id(group.last_delivered())),
+            (b"entries-read", _entries_read(group)),
+            (b"lag", group_lag(ks, group)),
+        )
+    )
+
+
+def xinfo_consumers(ctx: Context, args: list[bytes]) -> Result:
+    ks = _key(ctx, args[2])
+    group = ks.groups.get(args[3])
+    if group is None:
+        raise errors.xgroup_nogroup(args[2], args[3])
+    rows: list[Reply] = []
+    for name in sorted(group.consumers):
+        consumer = group.consumers[name]
+        rows.append(
+            Map(
+                (
+                    (b"name", name),
+                    (b"pending", len(consumer.pending)),
+                    (b"idle", max(0, ctx.now_ms - consumer.seen_time)),
+                )
+            )
+        )
+    return Result(rows)
+
+
+# --- XINFO STREAM ------------------------------------------------------------------------------
+
+
+def xinfo_stream(ctx: Context, args: list[bytes]) -> Result:
+    """Redis 7.0 accepts exactly `FULL` or `FULL COUNT n` after the key (n < 0 means 10, 0 all),
+    and looks the key up before parsing them."""
+    ks = _key(ctx, args[2])
+    if len(args) == 3:
+        return Result(_stream_map(ks))
+    if not eq(args[3], b"full"):
+        raise errors.subcommand_syntax(args[0], args[1])
+    count = 10
+    if len(args) > 4:
+        if len(args) != 6 or not eq(args[4], b"count"):
+            raise errors.subcommand_syntax(args[0], args[1])
+        count = parse_int(args[5])
+        if count < 0:
+            count = 10
+    return Result(_full_map(ks, count))
+
+
+def _header(ks: KeyState) -> list[tuple[Reply, Reply]]:
+    tree_keys, tree_nodes = radix_tree_estimate(ks.entries.length)
+    return [
+        (b"length", ks.entries.length),
+        (b"radix-tree-keys", tree_keys),
+        (b"radix-tree-nodes", tree_nodes),
+        (b"last-generated-id", format_id(ks.last_id)),
+        (b"max-deleted-entry-id", format_id(ks.max_deleted_id)),
+        (b"entries-added", ks.entries_added),
+        (b"recorded-first-entry-id", format_id(first_id(ks))),
+    ]
+
+
+def _stream_map(ks: KeyState) -> Map:
+    first = ks.entries.first()
+    last = ks.entries.last()
+    pairs = _header(ks) + [
+        (b"groups", len(ks.groups)),
+        (b"first-entry", None if first is None else entry_reply(first[0], first[2])),
+        (b"last-entry", None if last is None else entry_reply(last[0], last[2])),
+    ]
+    return Map(tuple(pairs))
+
+
+def _limited(count: int) -> int | None:
+    """FULL's COUNT: 0 means everything."""
+    return None if count == 0 else count
+
+
+def _full_map(ks: KeyState, count: int) -> Map:
+    entries = islice(ks.entries.range(MIN_ID, MAX_ID), _limited(count))
+    pairs = _header(ks) + [
+        (b"entries", [entry_reply(sid, fields) for sid, _origin, fields in entries]),
+        (b"groups", [_full_group(ks, name, ks.groups[name], count) for name in sorted(ks.groups)]),
+    ]
+    return Map(tuple(pairs))
+
+
+def _full_group(ks: KeyState, name: bytes, group: Group, count: int) -> Map:
+    pending: list[Reply] = []
+    for key in islice(group.pel.keys(), _limited(count)):
+        entry = group.pel[key]
+        pending.append(
+            [format_id(pel_ref(key)[1]), entry.consumer, entry.delivery_time, entry.delivery_count]
+        )
+    consumers: list[Reply] = []
+    for cname in sorted(group.consumers):
+        consumer = group.consumers[cname]
+        own: list[Reply] = []
+        for key in islice(pel_keys_between(consumer.pending, MIN_ID), _limited(count)):
+            entry = group.pel[key]
+            own.append([format_id(pel_ref(key)[1]), entry.delivery_time, entry.delivery_count])
+        consumers.append(
+            Map(
+                (
+                    (b"name", cname),
+                    (b"seen-time", consumer.seen_time),
+                    (b"pel-count", len(consumer.pending)),
+                    (b"pending", own),
+                )
+            )
+        )
+    return Map(
+        (
+            (b"name", name),
+            (b"last-delivered-id", format_id(group.last_delivered())),
+            (b"entries-read", _entries_read(group)),
+            (b"lag", group_lag(ks, group)),
+            (b"pel-count", len(group.pel)),
+            (b"pending", pending),
+            (b"consumers", consumers),
+        )
+    )
+
+
+def xinfo_help(ctx: Context, args: list[bytes]) -> Result:
+    return Result(help_reply(args[0], _HELP))
+
+
+_KEYS = (2, 2, 1)
+
+COMMANDS: list[Command] = [
+    container(
+        "xinfo",
+        -2,
+        "",
+        [
+            command("xinfo|stream", -3, "readonly", xinfo_stream, keys=_KEYS),
+            command("xinfo|groups", 3, "readonly", xinfo_groups, keys=_KEYS),
+            command("xinfo|consumers", 4, "readonly", xinfo_consumers, keys=_KEYS),
+            command("xinfo|help", 2, "readonly", xinfo_help, keys=(0, 0, 0)),
+        ],
+    ),
+]

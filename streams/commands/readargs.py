@@ -1,4 +1,11 @@
-"""Argument parsing shared by XREAD and XREADGROUP, following Redis 7's xreadCommand."""
+"""The option parser XREAD and XREADGROUP share, a port of the loop at the top of Redis 7.0's
+`xreadCommand`, so both commands fail on the same inputs with the same texts and in the same
+order.
+
+Only the options are parsed here. The IDs stay raw bytes: what `$`, `>` and explicit IDs mean
+differs between the two commands, and Redis checks each ID only after checking that key's group,
+so the commands interpret them key by key.
+"""
 
 from __future__ import annotations
 
@@ -11,48 +18,47 @@ from streams.errors import CommandError
 
 @dataclass(frozen=True)
 class ReadArgs:
-    count: int
+    """`count` is None for "no limit" (no COUNT, or COUNT <= 0 as Redis treats it);
+    `block_ms` is None without BLOCK and 0 for "block forever"."""
+
+    count: int | None
     block_ms: int | None
     group: bytes | None
     consumer: bytes | None
     noack: bool
-    keys: list[bytes]
-    ids: list[bytes]
-
-
-def parse_timeout(raw: bytes) -> int:
-    try:
-        value = parse_int(raw, errors.TIMEOUT_NOT_INTEGER)
-    except CommandError:
-        raise
-    if value < 0:
-        raise CommandError(errors.TIMEOUT_NEGATIVE)
-    return value
+    keys: tuple[bytes, ...]
+    ids: tuple[bytes, ...]
 
 
 def parse_read_args(args: list[bytes], *, group: bool) -> ReadArgs:
-    count = 0
-    block: int | None = None
+    """Parse `XREAD|XREADGROUP [GROUP g c] [COUNT n] [BLOCK ms] [NOACK] STREAMS k.. id..`.
+
+    `group` says which command this is (Redis looks at the command name): GROUP and NOACK are
+    refused by XREAD, and XREADGROUP requires GROUP.
+    """
+    count: int | None = None
+    block_ms: int | None = None
     group_name: bytes | None = None
     consumer: bytes | None = None
     noack = False
     streams_at = 0
     i = 1
     while i < len(args):
-        more = len(args) - 1 - i
+        more = len(args) - i - 1
         opt = args[i]
         if eq(opt, b"block") and more:
             i += 1
-            block = parse_timeout(args[i])
+            block_ms = parse_int(args[i], errors.TIMEOUT_NOT_INTEGER)
+            if block_ms < 0:
+                raise CommandError(errors.TIMEOUT_NEGATIVE)
         elif eq(opt, b"count") and more:
             i += 1
-            count = max(0, parse_int(args[i]))
+            n = parse_int(args[i])
+            count = n if n > 0 else None
         elif eq(opt, b"streams") and more:
             streams_at = i + 1
             if (len(args) - streams_at) % 2:
-                raise CommandError(
-                    errors.UNBALANCED_XREADGROUP if group else errors.UNBALANCED_XREAD
-                )
+                raise CommandError(errors.UNBALANCED_STREAMS)
             break
         elif eq(opt, b"group") and more >= 2:
             if not group:
@@ -71,6 +77,12 @@ def parse_read_args(args: list[bytes], *, group: bool) -> ReadArgs:
     if group and group_name is None:
         raise CommandError(errors.MISSING_GROUP)
     half = (len(args) - streams_at) // 2
-    keys = args[streams_at : streams_at + half]
-    ids = args[streams_at + half :]
-    return ReadArgs(count, block, group_name, consumer, noack, keys, ids)
+    return ReadArgs(
+        count=count,
+        block_ms=block_ms,
+        group=group_name,
+        consumer=consumer,
+        noack=noack,
+        keys=tuple(args[streams_at : streams_at + half]),
+        ids=tuple(args[streams_at + half :]),
+    )

@@ -9,7 +9,7 @@ entries with equal IDs (liberal / semi-strict duplicates) appear in region-id or
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from sortedcontainers import SortedDict
 
@@ -128,16 +128,18 @@ class EntryLogs:
         self, cursors: dict[int, StreamID], default: StreamID
     ) -> Iterator[MergedEntry]:
         """Entries strictly above each origin's cursor, in merged order: how `>` never skips."""
-        iters: list[Iterable[MergedEntry]] = []
-        for origin, log in sorted(self.logs.items()):
-            cursor = cursors.get(origin, default)
-            iters.append(
-                (sid, origin, log[sid][1])
-                for sid in log.irange(minimum=cursor, inclusive=(False, True))
-            )
+        iters = [
+            self._origin_after(origin, log, cursors.get(origin, default))
+            for origin, log in sorted(self.logs.items())
+        ]
         if len(iters) == 1:
-            return iter(iters[0])
+            return iters[0]
         return heapq.merge(*iters)
+
+    @staticmethod
+    def _origin_after(origin: int, log: SortedDict, cursor: StreamID) -> Iterator[MergedEntry]:
+        for sid in log.irange(minimum=cursor, inclusive=(False, True)):
+            yield (sid, origin, log[sid][1])
 
     @staticmethod
     def _origin_range(

