@@ -43,6 +43,8 @@ def _print_scenario(scenario: Scenario) -> int:
             print(f"   {step.t:<4} -- sync ({who}) --")
             continue
         cmd = " ".join(a.decode("utf-8", "replace") for a in step.args)
+        if step.field:
+            cmd += f"  [{step.field}]"
         line = f"   {step.t:<4} r{step.region}  {cmd}"
         if o.expected:
             mark = "ok" if o.ok else "MISMATCH"

@@ -37,7 +37,7 @@ ID_MODES: Final = ("strict", "semi-strict", "liberal")
 
 _SCENARIO_KEYS: Final = frozenset({"name", "source", "regions", "id_mode", "notes"})
 _COMMAND_KEYS: Final = frozenset(
-    {"t", "region", "cmd", "clock_ms", "expect", "expect_error", "seed_cmd"}
+    {"t", "region", "cmd", "clock_ms", "expect", "expect_error", "seed_cmd", "field"}
 )
 _SYNC_KEYS: Final = frozenset({"t", "sync"})
 
@@ -52,7 +52,8 @@ class CommandStep:
     of IDs or names, or an integer, compared through `projection.project`); None means the seed
     shows no result for this cell, so nothing is compared. `expect_error` is a prefix of an
     expected error reply. `seed_cmd` keeps the seed's original text when `args` had to be
-    adapted to run, so the adaptation stays visible.
+    adapted to run, so the adaptation stays visible. `field` names the XINFO field to project
+    (default `name`), e.g. `last-delivered-id` to observe the consecutive-XACK effect.
     """
 
     t: str
@@ -62,6 +63,7 @@ class CommandStep:
     expect: tuple[str, ...] | int | None
     expect_error: str | None
     seed_cmd: str | None
+    field: str | None = None
 
     @property
     def command(self) -> str:
@@ -232,6 +234,7 @@ def _step(raw: Mapping[str, object], regions: int, where: str) -> Step:
         expect=expect,
         expect_error=expect_error,
         seed_cmd=seed_cmd,
+        field=_text(raw, "field", where) if "field" in raw else None,
     )
 
 

@@ -31,7 +31,7 @@ class ProjectionError(ValueError):
     """
 
 
-def project(args: tuple[bytes, ...], reply: object) -> Projection:
+def project(args: tuple[bytes, ...], reply: object, field: str | None = None) -> Projection:
     """The seed-notation view of `reply` to the command `args`, or None if not projected.
 
     Error replies: for XINFO GROUPS, 'no such key' projects to [] (the seed shows `→ []` for a
@@ -58,7 +58,7 @@ def project(args: tuple[bytes, ...], reply: object) -> Projection:
     if name in ("XREAD", "XREADGROUP"):
         return _read_ids(reply)
     if name == "XINFO":
-        return [_str(_field(item, "name")) for item in _array(reply)]
+        return [_str(_field(item, field or "name")) for item in _array(reply)]
     if name == "XPENDING":
         return [_str(_array(item)[0]) for item in _array(reply)]
     if isinstance(reply, bool) or not isinstance(reply, int):

@@ -56,7 +56,7 @@ def _command(step: CommandStep, driver: Driver) -> Outcome:
     if isinstance(reply, Exception) and not _projects_errors(step.args):
         return Outcome(step, False, f"error {reply}", _expected(step))
     try:
-        projected: Projection = project(step.args, reply)
+        projected: Projection = project(step.args, reply, step.field)
     except ProjectionError as exc:
         return Outcome(step, False, str(exc), _expected(step))
     ok = step.expect is None or matches(step.expect, projected)
