@@ -195,10 +195,14 @@ LocalBody = Deliver | TouchConsumer | Ack | Claim | SetId | DelConsumer
 
 @dataclass(frozen=True, slots=True)
 class LocalOp:
+    """A local op. `ctx` is the region's applied vector when it was made, so a restarting node
+    replays it only after the replicated ops it was made on top of."""
+
     region: int
     seq: int
     ts_ms: int
     body: LocalBody
+    ctx: Vector = ()
 
 
 Body = ReplicatedBody | LocalBody

@@ -35,6 +35,20 @@ class Region:
         ctx = tuple(sorted((r, s) for r, s in applied.items() if r != self.id and s > 0))
         return ops.Op(self.id, seq, ctx, now_ms, body)
 
+    def prepare_all(self, bodies: list[ops.ReplicatedBody], now_ms: int) -> list[ops.Op]:
+        """Consecutive ops for one command, to be appended together and then committed in order.
+
+        They share one context (what the region had applied when the command ran); each later
+        one also covers the earlier ones through its own origin's seq.
+        """
+        first = self.prepare(bodies[0], now_ms) if bodies else None
+        if first is None:
+            return []
+        return [first] + [
+            ops.Op(self.id, first.seq + i, first.ctx, now_ms, body)
+            for i, body in enumerate(bodies[1:], start=1)
+        ]
+
     def commit(self, op: ops.Op) -> None:
         if op.origin != self.id or op.seq != self.causal.applied.get(self.id, 0) + 1:
             raise ValueError(f"op {op.origin}:{op.seq} is not this region's next op")
@@ -48,7 +62,8 @@ class Region:
 
     def issue_local(self, body: ops.LocalBody, now_ms: int) -> ops.LocalOp:
         self.local_seq += 1
-        record = ops.LocalOp(self.id, self.local_seq, now_ms, body)
+        ctx = tuple(sorted((r, s) for r, s in self.causal.applied.items() if s > 0))
+        record = ops.LocalOp(self.id, self.local_seq, now_ms, body, ctx)
         self.apply_local(record)
         return record
 
