@@ -12,6 +12,15 @@ def encode(reply: Reply, proto: int = 2) -> bytes:
     return b"".join(out)
 
 
+_NEWLINES_TO_SPACES = bytes.maketrans(b"\r\n", b"  ")
+
+
+def _one_line(text: str) -> bytes:
+    """A simple string or error must not hold CR or LF (errors may quote client input); Redis
+    turns them into spaces (addReplyErrorFormat)."""
+    return text.encode().translate(_NEWLINES_TO_SPACES)
+
+
 def _encode(reply: Reply, proto: int, out: list[bytes]) -> None:
     if isinstance(reply, bytes):
         out.append(b"$%d\r\n%s\r\n" % (len(reply), reply))
@@ -26,9 +35,9 @@ def _encode(reply: Reply, proto: int, out: list[bytes]) -> None:
         for item in reply:
             _encode(item, proto, out)
     elif isinstance(reply, Status):
-        out.append(b"+%s\r\n" % reply.text.encode())
+        out.append(b"+%s\r\n" % _one_line(reply.text))
     elif isinstance(reply, CommandError):
-        out.append(b"-%s\r\n" % reply.text.encode())
+        out.append(b"-%s\r\n" % _one_line(reply.text))
     elif isinstance(reply, Map):
         if proto == 3:
             out.append(b"%%%d\r\n" % len(reply.pairs))

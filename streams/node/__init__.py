@@ -1,0 +1,1 @@
+"""The region node: Kafka writer, materializer loop, command executor, blocking waiters."""

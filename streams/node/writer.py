@@ -1,0 +1,125 @@
+"""The region writer: the only process that appends to `<region>.oplog` and `<region>.local`.
+
+It uses a transactional producer (acks=all, idempotent) whose transactional.id is the region's,
+so starting a second writer for the same region fences the first: the old one gets `_FENCED` on
+its next append and stops writing, and the log never holds interleaved or forked sequences.
+
+Appends run in one worker thread (confluent-kafka calls block); the node awaits them. A write is
+acknowledged to its client only after the transaction holding its ops committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from streams.crdt import ops
+from streams.ops.codec import encode, headers
+
+log = logging.getLogger(__name__)
+
+
+class WriterError(RuntimeError):
+    """An append did not commit; the node refuses writes until it has re-read its log."""
+
+
+class WriterFenced(WriterError):
+    """Another writer took over this region; this one must never write again."""
+
+
+def transactional_id(region_name: str) -> str:
+    return f"streams-writer-{region_name}"
+
+
+class RegionWriter:
+    def __init__(
+        self,
+        bootstrap: str,
+        region_name: str,
+        oplog_topic: str,
+        local_topic: str,
+        timeout_s: float = 10.0,
+    ) -> None:
+        self.region_name = region_name
+        self.oplog_topic = oplog_topic
+        self.local_topic = local_topic
+        self.timeout_s = timeout_s
+        self.fenced = False
+        self._producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "transactional.id": transactional_id(region_name),
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 0,
+                "transaction.timeout.ms": 60000,
+                "message.timeout.ms": int(timeout_s * 1000),
+                "log_level": 3,
+            }
+        )
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"writer-{region_name}")
+
+    def start(self) -> None:
+        """Register the transactional id; this is what fences any older writer of the region."""
+        try:
+            self._producer.init_transactions(self.timeout_s)
+        except KafkaException as exc:
+            raise WriterError(f"cannot start the writer of {self.region_name}: {exc}") from exc
+
+    async def append(self, replicated: Sequence[ops.Op], local: Sequence[ops.LocalOp]) -> None:
+        if not replicated and not local:
+            return
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._thread, self._append_sync, replicated, local)
+
+    def _append_sync(self, replicated: Sequence[ops.Op], local: Sequence[ops.LocalOp]) -> None:
+        if self.fenced:
+            raise WriterFenced(self._fenced_text())
+        producer = self._producer
+        try:
+            producer.begin_transaction()
+            for op in replicated:
+                producer.produce(
+                    self.oplog_topic, key=op.body.key, value=encode(op), headers=headers(op)
+                )
+            for record in local:
+                producer.produce(
+                    self.local_topic,
+                    key=record.body.key,
+                    value=encode(record),
+                    headers=headers(record),
+                )
+            producer.commit_transaction(self.timeout_s)
+        except KafkaException as exc:
+            error: KafkaError = exc.args[0]
+            if error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED) or "fenced" in str(
+                error
+            ).lower():
+                self.fenced = True
+                raise WriterFenced(self._fenced_text()) from exc
+            self._abort()
+            raise WriterError(f"the op log did not acknowledge the write: {error.str()}") from exc
+        except BufferError as exc:
+            self._abort()
+            raise WriterError(f"the producer queue is full: {exc}") from exc
+
+    def _abort(self) -> None:
+        try:
+            self._producer.abort_transaction(self.timeout_s)
+        except KafkaException as exc:  # the producer may be unusable; the node will report it
+            log.warning("abort_transaction failed: %s", exc)
+
+    def _fenced_text(self) -> str:
+        return (
+            f"another writer took over region {self.region_name} "
+            "(fenced); this node no longer accepts writes"
+        )
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=True)
+        if not self.fenced:
+            self._producer.flush(1.0)
