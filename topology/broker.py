@@ -77,9 +77,7 @@ class EmbeddedBroker:
         if proc is None:
             return
         if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            # Memory-only, so nothing is lost by killing it; Tansu also ignores SIGTERM while any
+            # client is still connected.
+            proc.kill()
+            proc.wait()

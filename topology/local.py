@@ -161,7 +161,7 @@ class LocalTopology:
         chosen = list(regions) if regions is not None else list(range(1, self.n + 1))
         deadline = time.monotonic() + timeout
         for i in chosen:
-            self.client(i).execute_command("CRDT.FLUSH")
+            self.client(i).execute_command("CRDT.FLUSH")  # type: ignore[no-untyped-call]
         self.mirrors.copy_among([f"r{i}" for i in chosen], timeout)
         while True:
             vectors = {i: self.vector(i) for i in chosen}
@@ -189,7 +189,7 @@ class LocalTopology:
                 time.sleep(0.005)
 
     def vector(self, i: int) -> dict[str, int]:
-        flat = self.client(i).execute_command("CRDT.VECTOR")
+        flat = self.client(i).execute_command("CRDT.VECTOR")  # type: ignore[no-untyped-call]
         return {
             flat[k].decode(): int(flat[k + 1]) for k in range(0, len(flat), 2)
         }

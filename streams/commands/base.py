@@ -50,7 +50,7 @@ Handler = Callable[[Context, list[bytes]], Result]
 
 @dataclass(frozen=True)
 class Command:
-    """One row of the command table. `arity` follows Redis: n exact, -n at least n (name counted)."""
+    """One row of the command table. `arity` follows Redis: n exact, -n at least n."""
 
     name: str
     arity: int
@@ -77,13 +77,20 @@ def command(
     *,
     keys: tuple[int, int, int] = (1, 1, 1),
 ) -> Command:
-    return Command(
-        name, arity, frozenset(flags.split()), handler, None, keys[0], keys[1], keys[2]
-    )
+    return Command(name, arity, frozenset(flags.split()), handler, None, keys[0], keys[1], keys[2])
 
 
 def container(name: str, arity: int, flags: str, subs: list[Command]) -> Command:
-    return Command(name, arity, frozenset(flags.split()), None, {s.name.split("|")[1]: s for s in subs}, 0, 0, 0)
+    return Command(
+        name,
+        arity,
+        frozenset(flags.split()),
+        None,
+        {s.name.split("|")[1]: s for s in subs},
+        0,
+        0,
+        0,
+    )
 
 
 def parse_int(raw: bytes, error: str = errors.NOT_INTEGER) -> int:

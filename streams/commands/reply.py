@@ -44,7 +44,7 @@ class _NullArray:
 NULL_ARRAY = _NullArray()
 OK = Status("OK")
 
-Reply = Union[bytes, int, None, list["Reply"], Status, Map, _NullArray, CommandError]
+Reply = Union[bytes, int, None, list["Reply"], Status, Map, _NullArray, CommandError]  # noqa: UP007 (recursive alias)
 
 
 def to_resp2_python(reply: Reply) -> object:

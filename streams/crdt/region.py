@@ -105,9 +105,15 @@ class Region:
                     reached = cursor
                 else:
                     log = ks.entries.logs.get(origin)
-                    below = None if log is None else next(
-                        log.irange(maximum=min(bound, cursor), inclusive=(True, False), reverse=True),
-                        None,
+                    below = (
+                        None
+                        if log is None
+                        else next(
+                            log.irange(
+                                maximum=min(bound, cursor), inclusive=(True, False), reverse=True
+                            ),
+                            None,
+                        )
                     )
                     reached = below if below is not None else MIN_ID
                 if reached > group.ack_sent.get(origin, group.default_cursor):

@@ -21,7 +21,9 @@ from streams.resp.server import Session
 InfoSource = Callable[[], dict[str, dict[str, object]]]
 
 
-def _arity(name: str, args: list[bytes], exact: int | None = None, least: int | None = None) -> None:
+def _arity(
+    name: str, args: list[bytes], exact: int | None = None, least: int | None = None
+) -> None:
     if (exact is not None and len(args) != exact) or (least is not None and len(args) < least):
         raise errors.wrong_arity(name)
 

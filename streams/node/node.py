@@ -80,7 +80,7 @@ class RegionNode:
             name=f"materializer-{region_name}",
         )
 
-    # --- life cycle ------------------------------------------------------------------------------
+    # --- life cycle ---
 
     def now_ms(self) -> int:
         if self._pinned_ms is not None:
@@ -120,7 +120,7 @@ class RegionNode:
         await loop.run_in_executor(None, self.materializer.stop)
         await loop.run_in_executor(None, self.writer.close)
 
-    # --- remote ops --------------------------------------------------------------------------------
+    # --- remote ops ---
 
     def _on_batch_thread(self, batch: Batch) -> None:
         assert self._loop is not None
@@ -161,7 +161,7 @@ class RegionNode:
         applied = self.region.causal.applied
         return all(applied.get(r, 0) >= s for r, s in ctx)
 
-    # --- commands ----------------------------------------------------------------------------------
+    # --- commands ---
 
     async def handle(self, session: Session, args: list[bytes]) -> Reply:
         name = args[0].lower()
@@ -178,7 +178,8 @@ class RegionNode:
                 return reply
             if deadline is None:
                 deadline = (
-                    float("inf") if block.timeout_ms == 0
+                    float("inf")
+                    if block.timeout_ms == 0
                     else time.monotonic() + block.timeout_ms / 1000
                 )
             remaining = deadline - time.monotonic()
@@ -229,7 +230,9 @@ class RegionNode:
         if self.writer.fenced:
             return CommandError(f"ERR {self.write_fault or 'this region writer was fenced'}")
         if self.write_fault is not None:
-            return CommandError(f"ERR writes refused until the op log is re-read: {self.write_fault}")
+            return CommandError(
+                f"ERR writes refused until the op log is re-read: {self.write_fault}"
+            )
         if self.fatal is not None:
             return CommandError(f"ERR writes refused: {self.fatal}")
         return None
@@ -246,7 +249,7 @@ class RegionNode:
                 self.write_fault = None
                 return
 
-    # --- blocking ------------------------------------------------------------------------------
+    # --- blocking ---
 
     async def _wait_for(self, keys: Iterable[bytes], timeout: float) -> None:
         assert self._loop is not None
@@ -272,7 +275,7 @@ class RegionNode:
                 if not fut.done():
                     fut.set_result(None)
 
-    # --- background work -------------------------------------------------------------------------
+    # --- background work ---
 
     async def _housekeeping(self) -> None:
         last_ack = time.monotonic()
@@ -311,7 +314,7 @@ class RegionNode:
                 self.region.commit(op)
             return len(prepared)
 
-    # --- admin and connection commands -------------------------------------------------------------
+    # --- admin and connection commands ---
 
     def _builtin(self, name: bytes) -> Builtin | None:
         return {
@@ -399,9 +402,7 @@ class RegionNode:
             "local_seq": self.region.local_seq,
             "write_fault": self.write_fault or "",
             "materializer_error": self.fatal or "",
-            "topics": " ".join(
-                f"{t}@{p}" for t, p in sorted(self.materializer.positions.items())
-            ),
+            "topics": " ".join(f"{t}@{p}" for t, p in sorted(self.materializer.positions.items())),
         }
 
     def info_sections(self) -> dict[str, dict[str, object]]:
@@ -422,5 +423,3 @@ def _reply_value(value: object) -> Reply:
     if isinstance(value, int):
         return value
     return str(value).encode()
-
-

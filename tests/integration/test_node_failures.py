@@ -1,0 +1,135 @@
+"""Failure handling of the runtime: a second writer fences the first, a corrupt record stops the
+materializer with its position named, a mirror restarted mid-stream loses and repeats nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import time
+
+import redis
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from streams.ops.codec import decode
+from topology.config import dumps
+from topology.local import LocalTopology
+from topology.mirror import MirrorSet
+from topology.ports import free_port
+
+
+def _oplog_seqs(bootstrap: str, topic: str) -> list[int]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "test-reader",
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    seqs: list[int] = []
+    try:
+        while True:
+            msg = consumer.poll(5)
+            assert msg is not None, "no EOF within 5 s"
+            if msg.error():
+                assert msg.error().code() == KafkaError._PARTITION_EOF
+                return seqs
+            record = decode(msg.value())
+            seqs.append(record.seq)
+    finally:
+        consumer.close()
+
+
+def _start_second_node(topo: LocalTopology, region: int) -> tuple[subprocess.Popen[bytes], int]:
+    assert topo.topology is not None
+    port = free_port()
+    regions = tuple(
+        dataclasses.replace(r, resp_port=port) if r.id == region else r
+        for r in topo.topology.regions
+    )
+    path = topo.workdir / "second.toml"
+    path.write_text(dumps(dataclasses.replace(topo.topology, regions=regions)))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streams.node", "--topology", str(path), "--region", f"r{region}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if redis.Redis(port=port).ping():
+                return proc, port
+        except redis.ConnectionError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def test_a_second_writer_for_a_region_fences_the_first() -> None:
+    with LocalTopology(regions=1) as topo:
+        first = topo.client(1)
+        for i in range(10):
+            first.xadd("s", {"n": i})
+        proc, port = _start_second_node(topo, 1)
+        try:
+            second = redis.Redis(port=port)
+            assert second.xlen("s") == 10
+            try:
+                first.xadd("s", {"n": "zombie"})
+                raise AssertionError("the fenced writer accepted a write")
+            except redis.ResponseError as exc:
+                assert "fenced" in str(exc)
+            for i in range(5):
+                second.xadd("s", {"n": f"new{i}"})
+            assert second.xlen("s") == 15
+            assert first.xlen("s") == 10  # reads go on
+            assert _oplog_seqs(topo.bootstrap[1], "r1.oplog") == list(range(1, 16))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+def test_a_corrupt_record_stops_the_materializer_naming_its_position() -> None:
+    with LocalTopology(regions=2) as topo:
+        topo.client(1).xadd("s", {"a": "1"})
+        topo.sync()
+        producer = Producer({"bootstrap.servers": topo.bootstrap[2]})
+        producer.produce("r1.oplog", key=b"s", value=b"\xc3\x01not an op")
+        producer.flush(5)
+        deadline = time.monotonic() + 10
+        while True:
+            info = dict(
+                zip(*[iter(topo.client(2).execute_command("CRDT.INFO"))] * 2, strict=True)
+            )
+            error = info[b"materializer_error"].decode()
+            if error or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert "topic r1.oplog partition 0 offset" in error
+        assert topo.client(2).xlen("s") == 1  # what was applied stays readable
+        try:
+            topo.client(2).xadd("s", {"b": "2"})
+            raise AssertionError("a node with a stopped materializer accepted a write")
+        except redis.ResponseError as exc:
+            assert "cannot decode" in str(exc)
+
+
+def test_a_mirror_restarted_mid_stream_loses_and_repeats_nothing() -> None:
+    with LocalTopology(regions=2) as topo:
+        assert topo.topology is not None and topo.mirrors is not None
+        c1 = topo.client(1)
+        for i in range(100):
+            c1.xadd("s", {"n": i})
+        topo.mirrors.copy_among(["r1", "r2"])
+        topo.mirrors.stop()
+        for i in range(100, 200):
+            c1.xadd("s", {"n": i})
+        topo.mirrors = MirrorSet(topo.topology)
+        topo.sync()
+        assert topo.client(2).xlen("s") == 200
+        assert _oplog_seqs(topo.bootstrap[2], "r1.oplog") == list(range(1, 201))
+        assert topo.client(1).execute_command("CRDT.DIGEST") == topo.client(2).execute_command(
+            "CRDT.DIGEST"
+        )
