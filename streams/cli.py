@@ -1,82 +1,222 @@
-"""The `streams` command."""
+"""The `streams` command: run a topology, look at it, and show the seed tables holding on it."""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
+from pathlib import Path
+
+import redis
 
 from streams.ids import IdMode
 from streams.scenarios import Scenario, SyncStep, load_all
-from streams.scenarios.runner import run
+from streams.scenarios.resp_driver import RespDriver
+from streams.scenarios.runner import Outcome, run
 from streams.scenarios.sim import SimulatedRegions
+from topology.config import TopologyError, load
+from topology.local import LocalTopology
+
+STATE_DIR = Path(".streams")
+
+
+# --- up ---------------------------------------------------------------------------------------
+
+
+def _up(args: argparse.Namespace) -> int:
+    external = None
+    if args.topology:
+        try:
+            external = load(args.topology)
+        except (OSError, TopologyError) as exc:
+            print(f"streams up: {exc}", file=sys.stderr)
+            return 2
+    what = f"topology {args.topology}" if external else f"{args.regions} embedded regions"
+    print(f"streams up: starting {what} ...", flush=True)
+    topo = LocalTopology(
+        regions=args.regions,
+        manual_sync=False,
+        id_mode=args.id_mode,
+        mirror_naming=args.mirror_naming,
+        port_base=args.port_base,
+        external=external,
+        workdir=str(args.state_dir),
+    )
+    args.state_dir.mkdir(parents=True, exist_ok=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        topo.start()
+    except Exception as exc:
+        topo.close()
+        print(f"streams up: {exc}", file=sys.stderr)
+        return 1
+    try:
+        assert topo.topology is not None
+        print(f"{'region':<8} {'id':>3}  {'RESP':<22} {'Kafka bootstrap':<22} id mode")
+        for cfg in topo.topology.regions:
+            resp = f"{cfg.bind}:{cfg.resp_port}"
+            print(f"{cfg.name:<8} {cfg.id:>3}  {resp:<22} {cfg.bootstrap:<22} {cfg.id_mode}")
+        print(f"topology file: {topo.topology_path}   (streams status reads it)")
+        print("replicating continuously; Ctrl-C stops everything", flush=True)
+        stop.wait()
+    finally:
+        print("streams up: stopping ...", flush=True)
+        topo.close()
+    return 0
+
+
+# --- status -----------------------------------------------------------------------------------
+
+
+def _status(args: argparse.Namespace) -> int:
+    path = Path(args.topology) if args.topology else args.state_dir / "topology.toml"
+    try:
+        topology = load(path)
+    except (OSError, TopologyError) as exc:
+        print(f"streams status: {exc} (is `streams up` running?)", file=sys.stderr)
+        return 2
+    code = 0
+    for cfg in topology.regions:
+        client = redis.Redis(host=cfg.bind, port=cfg.resp_port, socket_timeout=2)
+        try:
+            flat = client.execute_command("CRDT.INFO")
+        except redis.RedisError as exc:
+            print(f"{cfg.name}: unreachable on {cfg.bind}:{cfg.resp_port} ({exc})")
+            code = 1
+            continue
+        finally:
+            client.close()
+        info = {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
+        text = {k: v.decode() if isinstance(v, bytes) else str(v) for k, v in info.items()}
+        print(f"{cfg.name} (id {cfg.id}, {text['id_mode']}) on {cfg.bind}:{cfg.resp_port}")
+        print(f"  applied vector:        {text['vector']}")
+        print(f"  ops waiting (causal):  {text['waiting_ops']}")
+        print(f"  ms since last op from: {text['ms_since_last_op'] or '-'}")
+        for key in ("write_fault", "materializer_error"):
+            if text.get(key):
+                print(f"  {key.replace('_', ' ')}: {text[key]}")
+                code = 1
+    return code
+
+
+# --- demo -------------------------------------------------------------------------------------
 
 
 def _demo(args: argparse.Namespace) -> int:
     """Run every seed scenario table and print actual results next to the expected ones."""
-    if not args.sim:
-        print(
-            "streams demo: the embedded-broker topology is not built yet (issue 3); "
-            "run `streams demo --sim` for the seed tables on simulated regions.",
-            file=sys.stderr,
-        )
-        return 2
-    failed = 0
     scenarios = [s for s in load_all() if not args.only or args.only in s.slug]
+    where = "simulated regions (pure core)" if args.sim else "embedded brokers, one node each"
+    print(f"streams demo: {len(scenarios)} seed tables on {where}", flush=True)
+    failed = 0
     for scenario in scenarios:
-        failed += _print_scenario(scenario)
+        outcomes = _run_simulated(scenario) if args.sim else _run_embedded(scenario)
+        failed += _print_scenario(scenario, outcomes)
     total = len(scenarios)
     print(f"\n{total - failed} of {total} seed tables hold ({failed} failed)")
     return 1 if failed else 0
 
 
-def _print_scenario(scenario: Scenario) -> int:
-    sim = SimulatedRegions(scenario.regions, IdMode.parse(scenario.id_mode))
-    outcomes = run(scenario, sim)
+def _run_simulated(scenario: Scenario) -> list[Outcome]:
+    return run(scenario, SimulatedRegions(scenario.regions, IdMode.parse(scenario.id_mode)))
+
+
+def _run_embedded(scenario: Scenario) -> list[Outcome]:
+    with LocalTopology(
+        regions=scenario.regions, manual_sync=True, id_mode=scenario.id_mode, debug_clock=True
+    ) as topo:
+        driver = RespDriver(topo)
+        try:
+            return run(scenario, driver)
+        finally:
+            driver.close()
+
+
+def _print_scenario(scenario: Scenario, outcomes: list[Outcome]) -> int:
     bad = [o for o in outcomes if not o.ok]
-    print(f"\n== {scenario.slug}: {scenario.name}  [{scenario.id_mode}, "
-          f"{scenario.regions} regions] {'OK' if not bad else 'FAILED'}")
+    print(
+        f"\n== {scenario.slug}: {scenario.name}  [{scenario.id_mode}, "
+        f"{scenario.regions} regions] {'OK' if not bad else 'FAILED'}"
+    )
     print(f"   {scenario.source}")
     for o in outcomes:
         step = o.step
         if isinstance(step, SyncStep):
             who = "all" if step.regions is None else ",".join(f"r{r}" for r in step.regions)
-            print(f"   {step.t:<4} -- sync ({who}) --")
+            print(f"   {step.t:<5} -- sync ({who}) --")
             continue
         cmd = " ".join(a.decode("utf-8", "replace") for a in step.args)
         if step.field:
             cmd += f"  [{step.field}]"
-        line = f"   {step.t:<4} r{step.region}  {cmd}"
+        line = f"   {step.t:<5} r{step.region}  {cmd}"
         if o.expected:
             mark = "ok" if o.ok else "MISMATCH"
-            line = f"{line:<60} -> {o.actual}  (seed: {o.expected}) {mark}"
+            line = f"{line:<62} -> {o.actual}  (seed: {o.expected}) {mark}"
         elif not o.ok:
-            line = f"{line:<60} -> {o.actual}  FAILED"
-        print(line)
+            line = f"{line:<62} -> {o.actual}  FAILED"
+        print(line, flush=True)
     return 1 if bad else 0
 
 
-def _not_built(what: str) -> int:
-    print(f"streams {what}: not built yet (the Kafka runtime is issue 3).", file=sys.stderr)
-    return 2
+# --- not built yet ----------------------------------------------------------------------------
+
+NOT_BUILT = {
+    "log": "printing op-log records",
+    "replay": "replay to a position (--at / --offsets / --time)",
+    "diff": "comparing two replayed states",
+    "snapshot": "snapshots (the Spark pipeline)",
+    "spark": "the Spark jobs",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="streams", description="Active-active Redis Streams, event-sourced on Kafka."
+        prog="streams",
+        description="Active-active Redis Streams, event-sourced on Kafka.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="run every seed scenario table and show the results")
-    demo.add_argument(
-        "--sim", action="store_true",
-        help="run on simulated in-process regions (pure core, no brokers)",
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    up = sub.add_parser(
+        "up",
+        help="start brokers, mirrors and region nodes; print the RESP ports",
+        description="Start the embedded topology (one Tansu broker per region, the mirrors, one "
+        "node per region) or, with --topology, nodes and mirrors for existing Kafka clusters.",
     )
-    demo.add_argument("--only", default="", help="run only scenarios whose name contains this")
-    for name in ("up", "status", "log", "replay", "diff", "snapshot", "spark"):
-        sub.add_parser(name, help="not built yet (later issues)")
+    up.add_argument("--regions", type=int, default=3, help="embedded regions (default 3)")
+    up.add_argument("--topology", help="topology TOML file naming existing Kafka clusters")
+    up.add_argument("--id-mode", default="strict", choices=[m.value for m in IdMode])
+    up.add_argument("--mirror-naming", default="identity", choices=["identity", "default"])
+    up.add_argument("--port-base", type=int, help="RESP port of r1 (r2 = +1, ...); default free")
+    up.add_argument("--state-dir", type=Path, default=STATE_DIR, help="where logs go")
+
+    status = sub.add_parser("status", help="regions, applied vectors and replication lag")
+    status.add_argument("--topology", help="topology file (default: the one `streams up` wrote)")
+    status.add_argument("--state-dir", type=Path, default=STATE_DIR)
+
+    demo = sub.add_parser(
+        "demo",
+        help="run every seed scenario table and show actual results next to the seed's",
+        description="Each table runs on a fresh embedded topology (real brokers, mirrors, "
+        "nodes, redis protocol); --sim runs them on the pure core in-process instead.",
+    )
+    demo.add_argument("--sim", action="store_true", help="simulated in-process regions")
+    demo.add_argument("--only", default="", help="only scenarios whose name contains this")
+
+    for name, what in NOT_BUILT.items():
+        sub.add_parser(name, help=f"not built yet: {what}")
+
     args = parser.parse_args(argv)
+    if args.command == "up":
+        return _up(args)
+    if args.command == "status":
+        return _status(args)
     if args.command == "demo":
         return _demo(args)
-    return _not_built(args.command)
+    print(f"streams {args.command}: not built yet ({NOT_BUILT[args.command]}).", file=sys.stderr)
+    return 2
+
 
 
 if __name__ == "__main__":

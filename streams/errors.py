@@ -38,7 +38,9 @@ NOT_INTEGER = "ERR value is not an integer or out of range"
 WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
 NO_SUCH_KEY = "ERR no such key"
 INVALID_ID = "ERR Invalid stream ID specified as stream command argument"
-XADD_ID_TOO_SMALL = "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+XADD_ID_TOO_SMALL = (
+    "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+)
 XADD_ID_ZERO = "ERR The ID specified in XADD must be greater than 0-0"
 XSETID_TOO_SMALL = "ERR The ID specified in XSETID is smaller than the target stream top item"
 XSETID_BELOW_LAST = (

@@ -47,7 +47,7 @@ def format_id(sid: StreamID) -> bytes:
 
 
 def format_id_str(sid: StreamID) -> str:
-    return "%d-%d" % sid
+    return f"{sid[0]}-{sid[1]}"
 
 
 def incr(sid: StreamID) -> StreamID | None:
@@ -107,15 +107,25 @@ def parse_u64(raw: bytes) -> int | None:
     return (-number) % 2**64 if negative else number
 
 
+def _c_string(raw: bytes) -> bytes:
+    """What C string functions see of an argument: everything before the first NUL byte.
+
+    Redis copies an ID argument into a buffer and parses it with strchr / strtoull, so
+    `5\x00-3` parses as `5`. The 127-byte limit applies to the whole argument first.
+    """
+    if len(raw) > 127:
+        raise CommandError(errors.INVALID_ID)
+    return raw.split(b"\x00", 1)[0]
+
+
 def parse_id(raw: bytes, missing_seq: int = 0, *, strict: bool = True) -> StreamID:
     """An explicit `ms-seq` or `ms` ID; with strict=False also `-` and `+`."""
+    raw = _c_string(raw)
     if not strict and len(raw) == 1:
         if raw == b"-":
             return MIN_ID
         if raw == b"+":
             return MAX_ID
-    if len(raw) > 127:
-        raise CommandError(errors.INVALID_ID)
     ms_part, dash, seq_part = raw.partition(b"-")
     ms = parse_u64(ms_part)
     if ms is None:
@@ -165,10 +175,9 @@ class XAddIdSpec:
 
 
 def parse_xadd_id(raw: bytes) -> XAddIdSpec:
-    if raw == b"*":
-        return XAddIdSpec(XAddIdKind.AUTO)
-    if len(raw) > 127:
-        raise CommandError(errors.INVALID_ID)
+    if raw[:1] == b"*" and raw[1:2] in (b"", b"\x00"):
+        return XAddIdSpec(XAddIdKind.AUTO)  # Redis tests opt[0] == '*' && opt[1] == '\0'
+    raw = _c_string(raw)
     ms_part, dash, seq_part = raw.partition(b"-")
     ms = parse_u64(ms_part)
     if ms is None:
@@ -203,9 +212,6 @@ def _region_id_at_or_after(ms: int, top: StreamID | None, region: int) -> Stream
     if top[0] < U64_MAX:
         return (top[0] + 1, region)
     return None
-
-
-
 
 
 def next_xadd_id(

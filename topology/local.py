@@ -44,7 +44,14 @@ class LocalTopology:
         workdir: str | None = None,
         node_log_level: str = "WARNING",
         debug_clock: bool = False,
+        port_base: int | None = None,
+        external: Topology | None = None,
     ) -> None:
+        """`external`: run nodes and mirrors for an existing topology (its own Kafka clusters)
+        instead of starting embedded brokers; `port_base`: RESP ports base, base+1, ... instead
+        of free ports."""
+        if external is not None:
+            regions = len(external.regions)
         if not 1 <= regions <= 255:
             raise ValueError("regions must be within 1..255")
         self.n = regions
@@ -53,6 +60,8 @@ class LocalTopology:
         self.mirror_naming = mirror_naming
         self.node_log_level = node_log_level
         self.debug_clock = debug_clock
+        self.port_base = port_base
+        self.external = external
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="streams-topology-"))
         self.brokers: dict[int, EmbeddedBroker] = {}
@@ -63,6 +72,7 @@ class LocalTopology:
         self._clients: dict[int, redis.Redis] = {}
         self.ports: dict[int, int] = {}
         self.bootstrap: dict[int, str] = {}
+        self.names: dict[int, str] = {}
 
     # --- context manager -------------------------------------------------------------------------
 
@@ -83,13 +93,28 @@ class LocalTopology:
         self.close()
 
     def start(self) -> None:
+        self.topology = self.external or self._embedded()
+        for cfg in self.topology.regions:
+            self.names[cfg.id] = cfg.name
+            self.ports[cfg.id] = cfg.resp_port
+            self.bootstrap[cfg.id] = cfg.bootstrap
+        self.topology_path.write_text(dumps(self.topology))
+        self.mirrors = MirrorSet(self.topology)
+        for i in self.ports:
+            self._spawn(i)
+        for i in self.ports:
+            self._wait_ready(i)
+        if not self.manual_sync:
+            self.mirrors.start()
+
+    def _embedded(self) -> Topology:
         for i in range(1, self.n + 1):
             broker = EmbeddedBroker(f"r{i}")
             broker.start()
             self.brokers[i] = broker
             self.bootstrap[i] = broker.bootstrap
-            self.ports[i] = free_port()
-        self.topology = Topology(
+            self.ports[i] = free_port() if self.port_base is None else self.port_base + i - 1
+        return Topology(
             regions=tuple(
                 RegionConfig(
                     name=f"r{i}",
@@ -103,14 +128,6 @@ class LocalTopology:
             ),
             mirror_naming=self.mirror_naming,
         )
-        self.topology_path.write_text(dumps(self.topology))
-        self.mirrors = MirrorSet(self.topology)
-        for i in range(1, self.n + 1):
-            self._spawn(i)
-        for i in range(1, self.n + 1):
-            self._wait_ready(i)
-        if not self.manual_sync:
-            self.mirrors.start()
 
     def close(self) -> None:
         for client in self._clients.values():
@@ -158,18 +175,19 @@ class LocalTopology:
         consecutive-XACK effect and pending local ops).
         """
         assert self.mirrors is not None
-        chosen = list(regions) if regions is not None else list(range(1, self.n + 1))
+        chosen = list(regions) if regions is not None else sorted(self.ports)
+        names = [self.names[i] for i in chosen]
         deadline = time.monotonic() + timeout
         for i in chosen:
             self.client(i).execute_command("CRDT.FLUSH")  # type: ignore[no-untyped-call]
-        self.mirrors.copy_among([f"r{i}" for i in chosen], timeout)
+        self.mirrors.copy_among(names, timeout)
         while True:
             vectors = {i: self.vector(i) for i in chosen}
             behind = [
                 (i, j)
                 for i in chosen
                 for j in chosen
-                if vectors[i].get(f"r{j}", 0) < vectors[j].get(f"r{j}", 0)
+                if vectors[i].get(self.names[j], 0) < vectors[j].get(self.names[j], 0)
             ]
             if not behind:
                 return
@@ -177,15 +195,15 @@ class LocalTopology:
                 raise TimeoutError(
                     "sync did not converge: "
                     + ", ".join(
-                        f"r{i} applied r{j} up to {vectors[i].get(f'r{j}', 0)} "
-                        f"of {vectors[j].get(f'r{j}', 0)}"
+                        f"{self.names[i]} applied {self.names[j]} up to "
+                        f"{vectors[i].get(self.names[j], 0)} of {vectors[j].get(self.names[j], 0)}"
                         for i, j in behind
                     )
                 )
             if not self.manual_sync:
                 time.sleep(0.01)
             else:
-                self.mirrors.copy_among([f"r{i}" for i in chosen], timeout)
+                self.mirrors.copy_among(names, timeout)
                 time.sleep(0.005)
 
     def vector(self, i: int) -> dict[str, int]:
@@ -220,7 +238,7 @@ class LocalTopology:
             "--topology",
             str(self.topology_path),
             "--region",
-            f"r{i}",
+            self.names[i],
             "--log-level",
             self.node_log_level,
         ] + (["--debug-clock"] if self.debug_clock else [])

@@ -4,30 +4,33 @@ from __future__ import annotations
 
 from streams import errors
 from streams.commands.base import Command, Context, Result, command, eq, parse_int
-from streams.commands.trimming import doomed_entries, parse_trim_args, thresholds
 from streams.commands.reply import OK
+from streams.commands.trimming import doomed_entries, parse_trim_args, thresholds
 from streams.crdt import ops
 from streams.crdt.entries import EntryLogs
 from streams.crdt.ops import Body
 from streams.errors import CommandError
 from streams.ids import (
+    IdMode,
     XAddIdKind,
     format_id,
     next_xadd_id,
     parse_id,
-    parse_xadd_id,
 )
 
 
 def xadd(ctx: Context, args: list[bytes]) -> Result:
     trim, idpos = parse_trim_args(args, 2, xadd=True)
-    if idpos >= len(args):
-        raise errors.wrong_arity("xadd")
-    spec = parse_xadd_id(args[idpos])
+    spec = trim.xadd_id
     nfields = len(args) - idpos - 1
-    if nfields < 2 or nfields % 2:
+    if spec is None or nfields < 2 or nfields % 2:
         raise errors.wrong_arity("xadd")
-    if spec.kind is XAddIdKind.FULL and spec.ms == 0 and spec.seq == 0:
+    # Redis refuses 0-0 before looking the key up. A millisecond-only ID is `ms-0` in liberal
+    # mode (Redis's own reading), so `0` is 0-0 there; strict modes give it a region sequence.
+    explicit_seq = spec.kind is XAddIdKind.FULL or (
+        spec.kind is XAddIdKind.MS_ONLY and ctx.mode is IdMode.LIBERAL
+    )
+    if explicit_seq and spec.ms == 0 and spec.seq == 0:
         raise CommandError(errors.XADD_ID_ZERO)
     key = args[1]
     ks = ctx.state.raw(key)
@@ -58,10 +61,10 @@ def xtrim(ctx: Context, args: list[bytes]) -> Result:
 
 
 def xdel(ctx: Context, args: list[bytes]) -> Result:
-    ids = [parse_id(raw, 0) for raw in args[2:]]
     ks = ctx.state.get(args[1])
     if ks is None:
-        return Result(0)
+        return Result(0)  # Redis looks the key up before it parses the IDs
+    ids = [parse_id(raw, 0) for raw in args[2:]]
     seen: set[tuple[int, int]] = set()
     count = 0
     for sid in ids:
@@ -96,8 +99,6 @@ def xsetid(ctx: Context, args: list[bytes]) -> Result:
     ks = ctx.state.get(args[1])
     if ks is None:
         raise CommandError(errors.NO_SUCH_KEY)
-    if sid < ks.max_deleted_id:
-        raise CommandError(errors.XSETID_BELOW_MAXDEL)
     if ks.entries.length:
         top = ks.entries.max_id()
         if top is not None and sid < top:
@@ -114,7 +115,6 @@ def xsetid(ctx: Context, args: list[bytes]) -> Result:
 def xlen(ctx: Context, args: list[bytes]) -> Result:
     ks = ctx.state.get(args[1])
     return Result(0 if ks is None else ks.entries.length)
-
 
 
 COMMANDS: list[Command] = [

@@ -8,6 +8,7 @@ skips"): use XREADGROUP, whose per-origin cursors never skip.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import islice
 
 from streams import errors
 from streams.commands.base import BlockRequest, Command, Context, Result, command, eq, parse_int
@@ -15,7 +16,15 @@ from streams.commands.readargs import parse_read_args
 from streams.commands.reply import NULL_ARRAY, Map, Reply
 from streams.crdt.entries import MergedEntry
 from streams.errors import CommandError
-from streams.ids import MAX_ID, MIN_ID, format_id, incr, parse_id, parse_range_end, parse_range_start
+from streams.ids import (
+    MAX_ID,
+    MIN_ID,
+    format_id,
+    incr,
+    parse_id,
+    parse_range_end,
+    parse_range_start,
+)
 
 
 def entry_reply(entry: MergedEntry) -> Reply:
@@ -46,7 +55,7 @@ def _xrange(ctx: Context, args: list[bytes], reverse: bool) -> Result:
         return Result(NULL_ARRAY)
     found = ks.entries.range(start, end, reverse=reverse)
     if count > 0:
-        return Result(entries_reply(e for _, e in zip(range(count), found, strict=False)))
+        return Result(entries_reply(islice(found, count)))
     return Result(entries_reply(found))
 
 
@@ -80,9 +89,9 @@ def xread(ctx: Context, args: list[bytes]) -> Result:
         start = incr(gt)
         if start is None:
             continue
-        found = ks.entries.range(start, MAX_ID)
+        found: Iterable[MergedEntry] = ks.entries.range(start, MAX_ID)
         if parsed.count:
-            found = (e for _, e in zip(range(parsed.count), found, strict=False))  # type: ignore[assignment]
+            found = islice(found, parsed.count)
         served.append((key, entries_reply(found)))
     if served:
         return Result(Map(tuple(served), nested=True))

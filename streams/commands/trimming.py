@@ -18,7 +18,7 @@ from streams.commands.base import eq, parse_int
 from streams.crdt.entries import EntryLogs, MergedEntry
 from streams.crdt.ops import OriginIds
 from streams.errors import CommandError
-from streams.ids import MAX_ID, MIN_ID, StreamID, parse_id
+from streams.ids import MAX_ID, MIN_ID, StreamID, XAddIdSpec, parse_id, parse_xadd_id
 
 NODE_ENTRIES = 100
 DEFAULT_APPROX_LIMIT = 100 * NODE_ENTRIES
@@ -38,10 +38,15 @@ class TrimArgs:
     minid: StreamID = MIN_ID
     limit: int = 0
     nomkstream: bool = False
+    xadd_id: XAddIdSpec | None = None
 
 
 def parse_trim_args(args: list[bytes], start: int, *, xadd: bool) -> tuple[TrimArgs, int]:
-    """Redis's streamParseAddOrTrimArgsOrReply. Returns the args and, for XADD, the ID's index."""
+    """Redis's streamParseAddOrTrimArgsOrReply. Returns the args and, for XADD, the ID's index.
+
+    For XADD the ID is parsed where the options end, as Redis does, so a bad ID is reported
+    before the checks that follow the option loop (LIMIT without a strategy...).
+    """
     parsed = TrimArgs()
     limit_given = False
     i = start
@@ -49,6 +54,7 @@ def parse_trim_args(args: list[bytes], start: int, *, xadd: bool) -> tuple[TrimA
         more = len(args) - 1 - i
         opt = args[i]
         if xadd and opt == b"*":
+            parsed.xadd_id = parse_xadd_id(opt)
             break
         if eq(opt, b"maxlen") and more:
             if parsed.strategy is not Strategy.NONE:
@@ -83,6 +89,7 @@ def parse_trim_args(args: list[bytes], start: int, *, xadd: bool) -> tuple[TrimA
         elif xadd and eq(opt, b"nomkstream"):
             parsed.nomkstream = True
         elif xadd:
+            parsed.xadd_id = parse_xadd_id(opt)
             break
         else:
             raise CommandError(errors.SYNTAX)

@@ -17,8 +17,9 @@ _NEWLINES_TO_SPACES = bytes.maketrans(b"\r\n", b"  ")
 
 def _one_line(text: str) -> bytes:
     """A simple string or error must not hold CR or LF (errors may quote client input); Redis
-    turns them into spaces (addReplyErrorFormat)."""
-    return text.encode().translate(_NEWLINES_TO_SPACES)
+    turns them into spaces (addReplyErrorFormat). Client bytes that are not UTF-8 and were
+    decoded with `surrogateescape` go back out as the same bytes."""
+    return text.encode("utf-8", "surrogateescape").translate(_NEWLINES_TO_SPACES)
 
 
 def _encode(reply: Reply, proto: int, out: list[bytes]) -> None:

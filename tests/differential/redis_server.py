@@ -1,0 +1,171 @@
+"""A throw-away real `redis-server` for differential tests, and a raw RESP2 connection to it.
+
+`RedisServer` starts the Debian `redis-server` on a free loopback port in a temporary directory
+(no persistence), waits until PING answers and always kills the process on exit. `RawConnection`
+sends one command as a RESP2 array of bulk strings and returns the exact bytes of the one reply,
+so the test can compare them byte for byte with `streams.resp.encode.encode(reply, 2)`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from types import TracebackType
+
+import hiredis
+
+START_TIMEOUT_S = 10.0
+
+
+def find_redis_server() -> str | None:
+    return shutil.which("redis-server")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def encode_command(args: list[bytes]) -> bytes:
+    out = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        out.append(b"$%d\r\n%s\r\n" % (len(arg), arg))
+    return b"".join(out)
+
+
+_INCOMPLETE = object()
+
+
+class RawConnection:
+    """One blocking TCP connection; one command in flight at a time."""
+
+    def __init__(self, port: int, timeout_s: float = 10.0) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
+
+    def call(self, args: list[bytes]) -> bytes:
+        """Send one command; return the raw bytes of its complete reply."""
+        self.sock.sendall(encode_command(args))
+        reader = hiredis.Reader(notEnoughData=_INCOMPLETE)
+        received = bytearray()
+        while True:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("redis-server closed the connection")
+            received += chunk
+            reader.feed(chunk)
+            if reader.gets() is not _INCOMPLETE:
+                # Nothing is pipelined, so everything received is this one reply.
+                return bytes(received)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class RedisServer:
+    """`with RedisServer() as server:` a fresh redis-server on `server.port`."""
+
+    def __init__(self, executable: str | None = None) -> None:
+        found = executable or find_redis_server()
+        if found is None:
+            raise FileNotFoundError("redis-server is not on PATH")
+        self.executable = found
+        self.port = 0
+        self.process: subprocess.Popen[bytes] | None = None
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+
+    def start(self) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="redis-diff-")
+        self.port = free_port()
+        log = os.path.join(self._dir.name, "redis.log")
+        self.process = subprocess.Popen(
+            [
+                self.executable,
+                "--port", str(self.port),
+                "--bind", "127.0.0.1",
+                "--save", "",
+                "--appendonly", "no",
+                "--dir", self._dir.name,
+                "--logfile", log,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            self._wait_ready(log)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_ready(self, log: str) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"redis-server exited with {self.process.returncode}: {_tail(log)}"
+                )
+            try:
+                conn = RawConnection(self.port, timeout_s=1.0)
+            except OSError:
+                time.sleep(0.05)
+                continue
+            try:
+                if conn.call([b"PING"]) == b"+PONG\r\n":
+                    return
+            except OSError:
+                pass
+            finally:
+                conn.close()
+            time.sleep(0.05)
+        raise TimeoutError(f"redis-server did not answer PING within {START_TIMEOUT_S}s")
+
+    def version(self) -> str:
+        conn = self.connect()
+        try:
+            info = conn.call([b"INFO", b"server"]).decode()
+        finally:
+            conn.close()
+        for line in info.splitlines():
+            if line.startswith("redis_version:"):
+                return line.split(":", 1)[1].strip()
+        return "unknown"
+
+    def connect(self) -> RawConnection:
+        return RawConnection(self.port)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process.wait(timeout=10)
+            self.process = None
+        if self._dir is not None:
+            self._dir.cleanup()
+            self._dir = None
+
+    def __enter__(self) -> RedisServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()[-2000:]
+    except OSError:
+        return "(no log)"
