@@ -140,13 +140,24 @@ def wrong_arity(name: str) -> CommandError:
 
 
 def unknown_command(name: bytes, args: list[bytes]) -> CommandError:
-    """Redis 7: each argument quoted and followed by a space, at most 128 characters in all."""
-    shown = ""
+    """Redis 7: each argument as a C string (cut at NUL) quoted and followed by a space, at most
+    128 bytes in all; raw bytes are echoed back (surrogateescape keeps them through the encoder)."""
+    shown = b""
     for arg in args:
         if len(shown) >= 128:
             break
-        shown += f"'{_s(arg)[: 128 - len(shown)]}' "
-    return CommandError(UNKNOWN_COMMAND_FMT.format(name=_s(name)[:128], args=shown))
+        shown += b"'" + _c_string(arg)[: 128 - len(shown)] + b"' "
+    return CommandError(
+        UNKNOWN_COMMAND_FMT.format(name=_raw(_c_string(name)[:128]), args=_raw(shown))
+    )
+
+
+def _c_string(raw: bytes) -> bytes:
+    return raw.split(b"\x00", 1)[0]
+
+
+def _raw(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
 
 
 def unknown_subcommand(cmd: str, sub: bytes) -> CommandError:

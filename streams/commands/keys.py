@@ -1,7 +1,9 @@
 """Keyspace commands over stream keys: DEL, UNLINK, EXISTS, TYPE.
 
 DEL is observed-remove for entries and delete-wins for groups: the op removes what this region
-has seen and kills every group of the key, concurrent creates included.
+has seen and kills every group of the key, concurrent creates included. A key this region has
+seen but which is now empty (Redis would keep it as an empty stream) is deleted too: its last ID is
+forgotten, as Redis forgets it, even though the reply counts only keys that exist here.
 """
 
 from __future__ import annotations

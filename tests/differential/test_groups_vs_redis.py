@@ -14,24 +14,18 @@ empty stream).
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from differential.redis_server import RawConnection, RedisServer
 from streams.commands.execute import run
 from streams.crdt.region import Region
 from streams.ids import IdMode
 from streams.resp.encode import encode
-
-REDIS = shutil.which("redis-server")
-pytestmark = pytest.mark.skipif(REDIS is None, reason="redis-server is not on PATH")
 
 CLOCK_SLACK_MS = 500
 MAX_ID = "18446744073709551615-18446744073709551615"
@@ -101,68 +95,6 @@ def parse(buf: bytes, pos: int = 0) -> tuple[Any, int]:
             pairs.append((k, v))
         return RMap(tuple(pairs)), pos
     raise AssertionError(f"unexpected RESP type {kind!r}")
-
-
-class RedisConn:
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.buf = b""
-
-    def call(self, args: list[bytes]) -> bytes:
-        out = b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
-        self.sock.sendall(out)
-        while True:
-            try:
-                _value, end = parse(self.buf)
-            except Incomplete:
-                chunk = self.sock.recv(65536)
-                if not chunk:
-                    raise ConnectionError("redis-server closed the connection") from None
-                self.buf += chunk
-                continue
-            raw, self.buf = self.buf[:end], self.buf[end:]
-            return raw
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@pytest.fixture(scope="module")
-def redis_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    assert REDIS is not None
-    workdir: Path = tmp_path_factory.mktemp("redis")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [REDIS, "--port", str(port), "--save", "", "--appendonly", "no", "--daemonize", "no",
-         "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("redis-server did not start") from None
-                time.sleep(0.05)
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 # --- clock-bearing replies: which numbers may differ by a few milliseconds -----------------------
@@ -256,8 +188,8 @@ def _clock_normaliser(args: list[bytes]) -> Callable[[Any], Any] | None:
 class Pair:
     """One redis-server database and one region, fed the same commands."""
 
-    def __init__(self, port: int, proto: int = 2) -> None:
-        self.redis = RedisConn(port)
+    def __init__(self, conn: RawConnection, proto: int = 2) -> None:
+        self.redis = conn
         self.proto = proto
         assert self.redis.call([b"FLUSHALL"]) == b"+OK\r\n"
         if proto == 3:
@@ -287,8 +219,8 @@ class Pair:
 
 
 @pytest.fixture
-def pair(redis_port: int) -> Iterator[Pair]:
-    p = Pair(redis_port)
+def pair(redis_server: RedisServer) -> Iterator[Pair]:
+    p = Pair(redis_server.connect())
     try:
         yield p
     finally:
@@ -690,8 +622,8 @@ def test_lag_and_entries_read(pair: Pair) -> None:
     )
 
 
-def test_resp3_shapes(redis_port: int) -> None:
-    pair = Pair(redis_port, proto=3)
+def test_resp3_shapes(redis_server: RedisServer) -> None:
+    pair = Pair(redis_server.connect(), proto=3)
     try:
         _fill(pair, "s", ["1-0", "2-0", "3-0"])
         pair.script(
@@ -754,8 +686,8 @@ def test_redelivery_and_consumers(pair: Pair) -> None:
     )
 
 
-def test_resp3_empty_shapes(redis_port: int) -> None:
-    pair = Pair(redis_port, proto=3)
+def test_resp3_empty_shapes(redis_server: RedisServer) -> None:
+    pair = Pair(redis_server.connect(), proto=3)
     try:
         pair.script(
             """
