@@ -295,7 +295,7 @@ class Mirror:
                 "enable.partition.eof": True,
                 # Never silently jump to the start or end of a log: that would re-copy or skip.
                 "auto.offset.reset": "error",
-                "fetch.wait.max.ms": 50,
+                "fetch.wait.max.ms": 5,  # Tansu holds an empty fetch this long
                 "error_cb": self._on_error,
                 "logger": _kafka_log,
             }

@@ -25,6 +25,9 @@ from streams.ops.codec import DecodeError, decode
 log = logging.getLogger(__name__)
 
 TOPIC_REFRESH_S = 0.5
+FETCH_WAIT_MS = 5
+"""Tansu holds an empty fetch for the whole fetch.wait.max.ms (librdkafka's default is 500 ms),
+so the default would add ~250 ms to replication on average; a short wait costs a few idle polls."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,7 @@ class Materializer:
                 "enable.partition.eof": True,
                 "isolation.level": "read_committed",
                 "auto.offset.reset": "earliest",
+                "fetch.wait.max.ms": FETCH_WAIT_MS,
                 "log_level": 3,
             }
         )
@@ -121,7 +125,10 @@ class Materializer:
                 if now >= next_refresh:
                     self._refresh()
                     next_refresh = now + TOPIC_REFRESH_S
-                messages = self._consumer.consume(num_messages=1000, timeout=0.05)
+                # consume(n, timeout) waits the whole timeout unless n records arrive: wait for
+                # one, then take what is already there.
+                first = self._consumer.poll(0.05)
+                messages = [] if first is None else [first, *self._consumer.consume(999, 0)]
                 batch: Batch = []
                 for msg in messages:
                     topic = msg.topic() or ""
