@@ -17,7 +17,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 
 from streams.commands.base import Context, Result, parse_int
 from streams.commands.reply import NULL_ARRAY, OK, Map, Reply
@@ -28,6 +28,7 @@ from streams.errors import CommandError
 from streams.ids import IdMode
 from streams.node import connection
 from streams.node.materializer import Batch, Materializer
+from streams.node.waiters import Waiters
 from streams.node.writer import RegionWriter, WriterError, WriterFenced
 from streams.resp.server import Session, serve
 from topology.config import RegionConfig, Topology
@@ -64,7 +65,7 @@ class RegionNode:
         self._inbox: deque[Batch] = deque()
         self._held_local: deque[ops.LocalOp] = deque()
         self._unflushed_local: list[ops.LocalOp] = []
-        self._waiters: dict[bytes, set[asyncio.Future[None]]] = {}
+        self.waiters = Waiters()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._server: asyncio.Server | None = None
@@ -155,7 +156,7 @@ class RegionNode:
             if record.seq > self.region.local_seq:
                 self.region.apply_local(record)
                 touched.add(record.body.key)
-        self._wake(touched)
+        self.waiters.wake(touched)
 
     def _covered(self, ctx: ops.Vector) -> bool:
         applied = self.region.causal.applied
@@ -185,7 +186,7 @@ class RegionNode:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return NULL_ARRAY
-            await self._wait_for(block.keys, remaining)
+            await self.waiters.wait(block.keys, remaining)
             args = list(block.args)
 
     def _context(self) -> Context:
@@ -223,7 +224,7 @@ class RegionNode:
         for body in result.ops:
             if not ops.is_replicated(body):
                 self._unflushed_local.append(self.region.issue_local(body, now))  # type: ignore[arg-type]
-        self._wake(body.key for body in result.ops)
+        self.waiters.wake(body.key for body in result.ops)
         return result.reply
 
     def _write_refusal(self) -> CommandError | None:
@@ -248,32 +249,6 @@ class RegionNode:
                 await self._drain()
                 self.write_fault = None
                 return
-
-    # --- blocking ---
-
-    async def _wait_for(self, keys: Iterable[bytes], timeout: float) -> None:
-        assert self._loop is not None
-        fut: asyncio.Future[None] = self._loop.create_future()
-        keys = list(keys)
-        for key in keys:
-            self._waiters.setdefault(key, set()).add(fut)
-        try:
-            await asyncio.wait_for(fut, None if timeout == float("inf") else timeout)
-        except TimeoutError:
-            pass
-        finally:
-            for key in keys:
-                waiting = self._waiters.get(key)
-                if waiting is not None:
-                    waiting.discard(fut)
-                    if not waiting:
-                        del self._waiters[key]
-
-    def _wake(self, keys: Iterable[bytes]) -> None:
-        for key in keys:
-            for fut in self._waiters.get(key, ()):
-                if not fut.done():
-                    fut.set_result(None)
 
     # --- background work ---
 
