@@ -17,6 +17,7 @@ bit pattern: values >= 2^63 are written as `value - 2^64` and mapped back on rea
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -30,26 +31,12 @@ from fastavro.schema import to_parsing_canonical_form
 from streams.crdt.ops import (
     LOCAL_TYPES,
     REPLICATED_TYPES,
-    Ack,
-    AckEffect,
     Body,
-    Claim,
-    Del,
-    DelConsumer,
-    Deliver,
     EntryRef,
-    GroupCreate,
-    GroupDestroy,
     LocalOp,
     Op,
     OriginIds,
-    SetId,
-    TouchConsumer,
     Vector,
-    XAdd,
-    XDel,
-    XSetId,
-    XTrim,
 )
 from streams.ids import U64_MAX, StreamID
 
@@ -186,226 +173,45 @@ def _vector_in(ds: list[Datum]) -> Vector:
     return tuple([(d["region"], d["seq"]) for d in ds])
 
 
-# Encoders: body -> Avro datum. Keyed by exact type (a subclass is not an op type we know).
+# Bodies <-> Avro datums. One converter for every body type, driven by the dataclass field
+# annotations: a field is converted by what it holds (an ID, IDs, per-origin IDs, fields), so a new
+# op type needs its schema branch and nothing here. The Avro record name is the class name.
 
-
-def _xadd_out(b: XAdd) -> Datum:
-    return {"key": b.key, "id": _id_out(b.id), "fields": b.fields}
-
-
-def _del_out(b: Del) -> Datum:
-    return {"key": b.key}
-
-
-def _xdel_out(b: XDel) -> Datum:
-    return {"key": b.key, "ids": _ids_out(b.ids)}
-
-
-def _xtrim_out(b: XTrim) -> Datum:
-    return {"key": b.key, "thresholds": _oids_out(b.thresholds)}
-
-
-def _xsetid_out(b: XSetId) -> Datum:
-    return {
-        "key": b.key,
-        "last_id": _id_out(b.last_id),
-        "entries_added": b.entries_added,
-        "max_deleted_id": _opt_id_out(b.max_deleted_id),
-    }
-
-
-def _group_create_out(b: GroupCreate) -> Datum:
-    return {
-        "key": b.key,
-        "group": b.group,
-        "default": _id_out(b.default),
-        "start": _oids_out(b.start),
-        "entries_read": b.entries_read,
-    }
-
-
-def _group_destroy_out(b: GroupDestroy) -> Datum:
-    return {"key": b.key, "group": b.group}
-
-
-def _ack_effect_out(b: AckEffect) -> Datum:
-    return {"key": b.key, "group": b.group, "frontier": _oids_out(b.frontier)}
-
-
-def _deliver_out(b: Deliver) -> Datum:
-    return {
-        "key": b.key,
-        "group": b.group,
-        "consumer": b.consumer,
-        "now_ms": b.now_ms,
-        "entries": _oids_out(b.entries),
-        "noack": b.noack,
-        "entries_read": b.entries_read,
-    }
-
-
-def _touch_out(b: TouchConsumer) -> Datum:
-    return {
-        "key": b.key,
-        "group": b.group,
-        "consumer": b.consumer,
-        "now_ms": b.now_ms,
-        "redelivered": _oids_out(b.redelivered),
-    }
-
-
-def _ack_out(b: Ack) -> Datum:
-    return {"key": b.key, "group": b.group, "ids": _ids_out(b.ids)}
-
-
-def _claim_out(b: Claim) -> Datum:
-    return {
-        "key": b.key,
-        "group": b.group,
-        "consumer": b.consumer,
-        "now_ms": b.now_ms,
-        "entries": _oids_out(b.entries),
-        "delivery_time_ms": b.delivery_time_ms,
-        "retry_count": b.retry_count,
-        "increment": b.increment,
-        "dropped": _oids_out(b.dropped),
-        "last_id": _opt_id_out(b.last_id),
-    }
-
-
-def _setid_out(b: SetId) -> Datum:
-    return {
-        "key": b.key,
-        "group": b.group,
-        "default": _id_out(b.default),
-        "start": _oids_out(b.start),
-        "entries_read": b.entries_read,
-    }
-
-
-def _del_consumer_out(b: DelConsumer) -> Datum:
-    return {"key": b.key, "group": b.group, "consumer": b.consumer}
-
-
-# Decoders: Avro datum -> body. Fields a newer reader schema added are simply not looked at.
-
-
-def _xadd_in(d: Datum) -> XAdd:
-    return XAdd(d["key"], _id_in(d["id"]), tuple(d["fields"]))
-
-
-def _del_in(d: Datum) -> Del:
-    return Del(d["key"])
-
-
-def _xdel_in(d: Datum) -> XDel:
-    return XDel(d["key"], _ids_in(d["ids"]))
-
-
-def _xtrim_in(d: Datum) -> XTrim:
-    return XTrim(d["key"], _oids_in(d["thresholds"]))
-
-
-def _xsetid_in(d: Datum) -> XSetId:
-    return XSetId(
-        d["key"], _id_in(d["last_id"]), d["entries_added"], _opt_id_in(d["max_deleted_id"])
+_FieldCodec = tuple[Callable[[Any], Any], Callable[[Any], Any]]
+_BY_ANNOTATION: dict[str, _FieldCodec] = {
+    "StreamID": (_id_out, _id_in),
+    "StreamID | None": (_opt_id_out, _opt_id_in),
+    "tuple[StreamID, ...]": (_ids_out, _ids_in),
+    "OriginIds": (_oids_out, _oids_in),
+    "tuple[EntryRef, ...]": (_oids_out, _oids_in),
+    "Fields": (list, tuple),
+}
+_PLAIN: _FieldCodec = (lambda v: v, lambda v: v)
+_FIELDS: dict[type, tuple[tuple[str, _FieldCodec], ...]] = {
+    t: tuple(
+        (f.name, _BY_ANNOTATION.get(str(f.type), _PLAIN)) for f in dataclasses.fields(t)
     )
-
-
-def _group_create_in(d: Datum) -> GroupCreate:
-    return GroupCreate(
-        d["key"], d["group"], _id_in(d["default"]), _oids_in(d["start"]), d["entries_read"]
-    )
-
-
-def _group_destroy_in(d: Datum) -> GroupDestroy:
-    return GroupDestroy(d["key"], d["group"])
-
-
-def _ack_effect_in(d: Datum) -> AckEffect:
-    return AckEffect(d["key"], d["group"], _oids_in(d["frontier"]))
-
-
-def _deliver_in(d: Datum) -> Deliver:
-    return Deliver(
-        d["key"],
-        d["group"],
-        d["consumer"],
-        d["now_ms"],
-        _oids_in(d["entries"]),
-        d["noack"],
-        d["entries_read"],
-    )
-
-
-def _touch_in(d: Datum) -> TouchConsumer:
-    return TouchConsumer(
-        d["key"], d["group"], d["consumer"], d["now_ms"], _oids_in(d["redelivered"])
-    )
-
-
-def _ack_in(d: Datum) -> Ack:
-    return Ack(d["key"], d["group"], _ids_in(d["ids"]))
-
-
-def _claim_in(d: Datum) -> Claim:
-    return Claim(
-        d["key"],
-        d["group"],
-        d["consumer"],
-        d["now_ms"],
-        _oids_in(d["entries"]),
-        d["delivery_time_ms"],
-        d["retry_count"],
-        d["increment"],
-        _oids_in(d["dropped"]),
-        _opt_id_in(d["last_id"]),
-    )
-
-
-def _setid_in(d: Datum) -> SetId:
-    return SetId(
-        d["key"], d["group"], _id_in(d["default"]), _oids_in(d["start"]), d["entries_read"]
-    )
-
-
-def _del_consumer_in(d: Datum) -> DelConsumer:
-    return DelConsumer(d["key"], d["group"], d["consumer"])
-
-
-_Out = Callable[[Any], Datum]
-_In = Callable[[Datum], Body]
-
-# (op type, encoder, decoder); the Avro record name is the Python class name, in `streams.ops`.
-_BODIES: tuple[tuple[type, _Out, _In], ...] = (
-    (XAdd, _xadd_out, _xadd_in),
-    (Del, _del_out, _del_in),
-    (XDel, _xdel_out, _xdel_in),
-    (XTrim, _xtrim_out, _xtrim_in),
-    (XSetId, _xsetid_out, _xsetid_in),
-    (GroupCreate, _group_create_out, _group_create_in),
-    (GroupDestroy, _group_destroy_out, _group_destroy_in),
-    (AckEffect, _ack_effect_out, _ack_effect_in),
-    (Deliver, _deliver_out, _deliver_in),
-    (TouchConsumer, _touch_out, _touch_in),
-    (Ack, _ack_out, _ack_in),
-    (Claim, _claim_out, _claim_in),
-    (SetId, _setid_out, _setid_in),
-    (DelConsumer, _del_consumer_out, _del_consumer_in),
-)
+    for t in (*REPLICATED_TYPES, *LOCAL_TYPES)
+}
 # Keyed by exact type: a subclass is not an op type the schema knows.
-_ENCODERS: dict[type, tuple[str, _Out]] = {t: (_NAMESPACE + t.__name__, o) for t, o, _ in _BODIES}
-_DECODERS: dict[str, _In] = {_NAMESPACE + t.__name__: i for t, _, i in _BODIES}
+_BY_NAME: dict[str, type] = {_NAMESPACE + t.__name__: t for t in _FIELDS}
+
+
+def _body_out(body: Body) -> Datum:
+    return {name: out(getattr(body, name)) for name, (out, _in) in _FIELDS[type(body)]}
+
+
+def _body_in(body_type: type, d: Datum) -> Body:
+    return cast(Body, body_type(*(to_py(d[name]) for name, (_out, to_py) in _FIELDS[body_type])))
 
 
 def to_datum(record: Record) -> Datum:
     """The Avro datum of an op, the body as a `(full name, datum)` union branch so fastavro need
     not guess the branch. Raises EncodeError for anything the schema cannot hold."""
     body = record.body
-    entry = _ENCODERS.get(type(body))
-    if entry is None:
+    if type(body) not in _FIELDS:
         raise EncodeError(f"not an op body: {type(body).__name__}")
-    name, out = entry
+    name = _NAMESPACE + type(body).__name__
     replicated = isinstance(body, REPLICATED_TYPES)
     if isinstance(record, Op):
         if not replicated:
@@ -423,7 +229,7 @@ def to_datum(record: Record) -> Datum:
         "seq": record.seq,
         "ts_ms": record.ts_ms,
         "ctx": _vector_out(record.ctx),
-        "body": (name, out(body)),
+        "body": (name, _body_out(body)),
     }
 
 
@@ -432,10 +238,10 @@ def from_datum(d: Datum) -> Record:
     `(full name, datum)`). Raises DecodeError if the body does not belong to the kind: the
     schema alone cannot forbid a local body in a replicated record."""
     name, body_datum = d["body"]
-    dec = _DECODERS.get(name)
-    if dec is None:  # only if a reader schema grew a body type this module does not know
+    body_type = _BY_NAME.get(name)
+    if body_type is None:  # only if a reader schema grew a body type this module does not know
         raise DecodeError(f"op-log record with unknown body type {name!r}")
-    body = dec(body_datum)
+    body = _body_in(body_type, body_datum)
     kind = d["kind"]
     if kind == "op":
         if not isinstance(body, REPLICATED_TYPES):
