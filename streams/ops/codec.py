@@ -187,10 +187,20 @@ _BY_ANNOTATION: dict[str, _FieldCodec] = {
     "Fields": (list, tuple),
 }
 _PLAIN: _FieldCodec = (lambda v: v, lambda v: v)
+_PLAIN_ANNOTATIONS = frozenset({"bytes", "int", "bool", "int | None"})
+
+
+def _field_codec(body_type: type, field: dataclasses.Field[Any]) -> _FieldCodec:
+    annotation = str(field.type)
+    if annotation in _BY_ANNOTATION:
+        return _BY_ANNOTATION[annotation]
+    if annotation in _PLAIN_ANNOTATIONS:
+        return _PLAIN
+    raise TypeError(f"{body_type.__name__}.{field.name}: no codec for {annotation!r}")
+
+
 _FIELDS: dict[type, tuple[tuple[str, _FieldCodec], ...]] = {
-    t: tuple(
-        (f.name, _BY_ANNOTATION.get(str(f.type), _PLAIN)) for f in dataclasses.fields(t)
-    )
+    t: tuple((f.name, _field_codec(t, f)) for f in dataclasses.fields(t))
     for t in (*REPLICATED_TYPES, *LOCAL_TYPES)
 }
 # Keyed by exact type: a subclass is not an op type the schema knows.
