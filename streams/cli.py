@@ -82,7 +82,7 @@ def _status(args: argparse.Namespace) -> int:
     for cfg in topology.regions:
         client = redis.Redis(host=cfg.bind, port=cfg.resp_port, socket_timeout=2)
         try:
-            flat = client.execute_command("CRDT.INFO")
+            flat = client.execute_command("CRDT.INFO")  # type: ignore[no-untyped-call]
         except redis.RedisError as exc:
             print(f"{cfg.name}: unreachable on {cfg.bind}:{cfg.resp_port} ({exc})")
             code = 1

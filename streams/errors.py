@@ -194,3 +194,39 @@ def subcommand_syntax(cmd: bytes, sub: bytes) -> CommandError:
 XAUTOCLAIM_COUNT_TOO_HIGH = (
     "ERR Insufficient memory, failed allocating transient memory, COUNT too high."
 )
+
+
+# --- connection, keyspace and transaction texts (Redis 7.0.15, checked against redis-server) -----
+
+UNSUPPORTED_COMMAND_FMT = "ERR unsupported command '{name}': this database holds Redis streams only"
+UNSUPPORTED_FEATURE_FMT = "ERR unsupported command '{name}': not available in this database"
+NOAUTH = "NOAUTH Authentication required."
+NOAUTH_HELLO = (
+    "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO "
+    "AUTH <user> <pass> option can be used to authenticate the client and select the RESP "
+    "protocol version at the same time"
+)
+WRONGPASS = "WRONGPASS invalid username-password pair or user is disabled."
+AUTH_NOT_CONFIGURED = (
+    "ERR AUTH <password> called without any password configured for the default user. "
+    "Are you sure your configuration is correct?"
+)
+HELLO_BAD_PROTO = "ERR Protocol version is not an integer or out of range"
+NOPROTO = "NOPROTO unsupported protocol version"
+HELLO_SYNTAX_FMT = "ERR Syntax error in HELLO option '{opt}'"
+BAD_CLIENT_NAME = "ERR Client names cannot contain spaces, newlines or special characters."
+DB_OUT_OF_RANGE = "ERR DB index is out of range"
+INVALID_CURSOR = "ERR invalid cursor"
+MULTI_NESTED = "ERR MULTI calls can not be nested"
+EXEC_WITHOUT_MULTI = "ERR EXEC without MULTI"
+DISCARD_WITHOUT_MULTI = "ERR DISCARD without MULTI"
+EXECABORT = "EXECABORT Transaction discarded because of previous errors."
+WATCH_INSIDE_MULTI = "ERR WATCH inside MULTI is not allowed"
+WATCH_UNSUPPORTED = (
+    "ERR WATCH is not supported: regions accept writes concurrently, so optimistic locking "
+    "cannot hold; use MULTI/EXEC alone (it runs as one unit in this region)"
+)
+NOT_IN_MULTI = "ERR Command not allowed inside a transaction"
+CONFIG_SET_UNKNOWN_FMT = "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
+CONFIG_SET_FAILED_FMT = "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+NO_CONFIG_FILE = "ERR The server is running without a config file"

@@ -46,10 +46,14 @@ class LocalTopology:
         debug_clock: bool = False,
         port_base: int | None = None,
         external: Topology | None = None,
+        node_args: list[str] | None = None,
     ) -> None:
         """`external`: run nodes and mirrors for an existing topology (its own Kafka clusters)
         instead of starting embedded brokers; `port_base`: RESP ports base, base+1, ... instead
-        of free ports."""
+        of free ports; `node_args`: extra `python -m streams.node` options for every node (e.g.
+        `["--requirepass", "pw"]`: `client(i)` and `sync()` then authenticate with it, or as the
+        `--user NAME:PASS` given when there is no requirepass); every node gets the same options,
+        so `--port` has no place there."""
         if external is not None:
             regions = len(external.regions)
         if not 1 <= regions <= 255:
@@ -62,6 +66,12 @@ class LocalTopology:
         self.debug_clock = debug_clock
         self.port_base = port_base
         self.external = external
+        self.node_args = list(node_args or [])
+        self.username: str | None = None
+        self.password = _option(self.node_args, "--requirepass")
+        user = _option(self.node_args, "--user")
+        if not self.password and user is not None and ":" in user:
+            self.username, self.password = user.split(":", 1)  # the default user is disabled
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="streams-topology-"))
         self.brokers: dict[int, EmbeddedBroker] = {}
@@ -152,7 +162,12 @@ class LocalTopology:
             raise KeyError(f"no region {i}: regions are 1..{self.n}")
         if i not in self._clients:
             self._clients[i] = redis.Redis(
-                host="127.0.0.1", port=self.ports[i], decode_responses=False, protocol=2
+                host="127.0.0.1",
+                port=self.ports[i],
+                decode_responses=False,
+                protocol=2,
+                username=self.username,
+                password=self.password,
             )
         return self._clients[i]
 
@@ -241,7 +256,7 @@ class LocalTopology:
             self.names[i],
             "--log-level",
             self.node_log_level,
-        ] + (["--debug-clock"] if self.debug_clock else [])
+        ] + (["--debug-clock"] if self.debug_clock else []) + self.node_args
         self._procs[i] = subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=True)
         log.close()
 
@@ -258,6 +273,8 @@ class LocalTopology:
                 try:
                     if probe.ping():
                         return
+                except redis.AuthenticationError:
+                    return  # it answered NOAUTH: it serves (node_args set a password)
                 except redis.ConnectionError:
                     pass
                 if time.monotonic() > deadline:
@@ -281,3 +298,14 @@ class LocalTopology:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def _option(args: list[str], name: str) -> str | None:
+    """The value of `name VALUE` or `name=VALUE` in a node command line (the last one wins)."""
+    value: str | None = None
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value

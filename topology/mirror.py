@@ -325,6 +325,7 @@ class Mirror:
                     # the target) instead of queueing for librdkafka's default five minutes.
                     "message.timeout.ms": 30000,
                     "linger.ms": 5,
+                    "message.max.bytes": 64 * 1024 * 1024,  # as the region writer
                     "on_delivery": self._on_delivery,
                     "error_cb": self._on_error,
                     "logger": _kafka_log,

@@ -19,6 +19,7 @@ from __future__ import annotations
 from itertools import islice
 
 from streams import errors
+from streams.commands import groupview
 from streams.commands.base import Command, Context, Result, command, container, eq, parse_int
 from streams.commands.groupview import entry_reply, help_reply, pel_keys_between
 from streams.commands.reply import Map, Reply
@@ -87,7 +88,7 @@ def xinfo_consumers(ctx: Context, args: list[bytes]) -> Result:
     ks = _key(ctx, args[2])
     group = ks.groups.get(args[3])
     if group is None:
-        raise errors.xgroup_nogroup(args[2], args[3])
+        raise groupview.xgroup_nogroup(args[2], args[3])
     rows: list[Reply] = []
     for name in sorted(group.consumers):
         consumer = group.consumers[name]
@@ -113,11 +114,11 @@ def xinfo_stream(ctx: Context, args: list[bytes]) -> Result:
     if len(args) == 3:
         return Result(_stream_map(ks))
     if not eq(args[3], b"full"):
-        raise errors.subcommand_syntax(args[0], args[1])
+        raise groupview.subcommand_syntax(args[0], args[1])
     count = 10
     if len(args) > 4:
         if len(args) != 6 or not eq(args[4], b"count"):
-            raise errors.subcommand_syntax(args[0], args[1])
+            raise groupview.subcommand_syntax(args[0], args[1])
         count = parse_int(args[5])
         if count < 0:
             count = 10

@@ -1,4 +1,5 @@
-"""Keyspace commands over stream keys: DEL, UNLINK, EXISTS, TYPE.
+"""Keyspace commands over stream keys: DEL, UNLINK, EXISTS, TYPE (and, from `keyspace`, DBSIZE,
+KEYS, SCAN, RENAME, RENAMENX, FLUSHDB, FLUSHALL, registered with this family).
 
 DEL is observed-remove for entries and delete-wins for groups: the op removes what this region
 has seen and kills every group of the key, concurrent creates included. A key this region has
@@ -8,6 +9,7 @@ forgotten, as Redis forgets it, even though the reply counts only keys that exis
 
 from __future__ import annotations
 
+from streams.commands import keyspace
 from streams.commands.base import Command, Context, Result, command
 from streams.commands.reply import Status
 from streams.crdt import ops
@@ -40,4 +42,5 @@ COMMANDS: list[Command] = [
     command("unlink", -2, "write", delete, keys=(1, -1, 1)),
     command("exists", -2, "readonly", exists, keys=(1, -1, 1)),
     command("type", 2, "readonly", type_),
+    *keyspace.COMMANDS,
 ]

@@ -11,6 +11,7 @@ reply element). Times come from `ctx.now_ms`; the Claim op carries every value i
 from __future__ import annotations
 
 from streams import errors
+from streams.commands import groupview
 from streams.commands.base import Command, Context, Result, command, eq, parse_int
 from streams.commands.groupview import (
     entry_fields,
@@ -39,7 +40,7 @@ limit modelled here. A real server may fail below it when memory is short."""
 def _group_or_nogroup(ctx: Context, args: list[bytes]) -> tuple[KeyState, Group]:
     found = find_group(ctx.state, args[1], args[2])
     if found is None:
-        raise errors.nogroup(args[1], args[2])
+        raise groupview.nogroup(args[1], args[2])
     return found
 
 
@@ -130,12 +131,14 @@ def _claim_options(args: list[bytes], j: int, now_ms: int) -> _ClaimOptions:
             opts.delivery_time = parse_int(args[j], errors.INVALID_TIME)
         elif eq(opt, b"retrycount") and more:
             j += 1
-            opts.retry_count = parse_int(args[j], errors.INVALID_RETRYCOUNT)
+            count = parse_int(args[j], errors.INVALID_RETRYCOUNT)
+            # Redis keeps -1 for "not given" and tests `>= 0`: a negative count is ignored.
+            opts.retry_count = count if count >= 0 else None
         elif eq(opt, b"lastid") and more:
             j += 1
             opts.last_id = parse_id(args[j], 0)
         else:
-            raise errors.xclaim_unrecognized(opt)
+            raise groupview.xclaim_unrecognized(opt)
         j += 1
     if opts.delivery_time is None or not 0 <= opts.delivery_time <= now_ms:
         # Redis: no IDLE/TIME means now; a bogus one (negative, future) is quietly now too.

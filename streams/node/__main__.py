@@ -1,4 +1,8 @@
-"""`python -m streams.node --topology FILE --region NAME`: run one region node until stopped."""
+"""`python -m streams.node --topology FILE --region NAME`: run one region node until stopped.
+
+`--bind` / `--port` override the topology's RESP address; `--requirepass PASS` and
+`--user NAME:PASS` (repeatable) make clients authenticate (AUTH / HELLO ... AUTH) first.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,21 @@ import logging
 import signal
 import sys
 
+from streams.node.auth import AuthConfig
 from streams.node.node import RegionNode
 from topology.config import load
 
 
-async def _run(topology_path: str, region: str, debug_clock: bool) -> int:
-    node = RegionNode(load(topology_path), region, debug_clock=debug_clock)
+async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
+    region = args.region
+    node = RegionNode(
+        load(args.topology),
+        region,
+        debug_clock=args.debug_clock,
+        bind=args.bind,
+        port=args.port,
+        auth_config=auth,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -42,11 +55,37 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="allow CRDT.CLOCK to pin the node's wall clock (tests and demos only)",
     )
+    parser.add_argument(
+        "--bind", default=None, help="RESP bind address (default: the topology's, 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port", type=int, default=None, help="RESP port (default: the topology's resp_port)"
+    )
+    parser.add_argument(
+        "--requirepass",
+        default=None,
+        metavar="PASS",
+        help="password of the 'default' user (AUTH PASS); clients must authenticate first",
+    )
+    parser.add_argument(
+        "--user",
+        action="append",
+        default=[],
+        metavar="NAME:PASS",
+        help="a user for AUTH NAME PASS (repeatable); without --requirepass the 'default' "
+        "user is then disabled",
+    )
     args = parser.parse_args(argv)
+    if args.port is not None and not 0 < args.port < 65536:
+        parser.error(f"--port must be within 1..65535, got {args.port}")
+    try:
+        auth = AuthConfig.build(args.requirepass, args.user)
+    except ValueError as exc:
+        parser.error(str(exc))
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
-    return asyncio.run(_run(args.topology, args.region, args.debug_clock))
+    return asyncio.run(_run(args, auth))
 
 
 if __name__ == "__main__":

@@ -67,18 +67,17 @@ class Materializer:
         self._on_batch = on_batch
         self._on_error = on_error
         self._start = dict(start_offsets or {})
-        self._consumer = Consumer(
-            {
+        self._config: dict[str, str | int | bool] = {
                 "bootstrap.servers": bootstrap,
                 "group.id": f"streams-{name}",
                 "enable.auto.commit": False,
                 "enable.partition.eof": True,
                 "isolation.level": "read_committed",
                 "auto.offset.reset": "earliest",
-                "fetch.wait.max.ms": FETCH_WAIT_MS,
-                "log_level": 3,
-            }
-        )
+            "fetch.wait.max.ms": FETCH_WAIT_MS,
+            "log_level": 3,
+        }
+        self._consumer = Consumer(self._config)
         self._assigned: set[str] = set()
         self._at_eof: dict[str, bool] = {}
         self.positions: dict[str, int] = {}
@@ -87,6 +86,37 @@ class Materializer:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.error: Exception | None = None
+
+    def read_to_end(self, topic: str, start: int, timeout: float = 10.0) -> Batch:
+        """Read one topic from `start` to its end with a separate consumer (blocking).
+
+        The node uses it after a failed append to learn whether the op landed after all, without
+        waiting for the main consumer, which reports nothing new on an idle log.
+        """
+        consumer = Consumer({**self._config, "group.id": f"{self._config['group.id']}-reread"})
+        consumer.assign([TopicPartition(topic, 0, start)])
+        batch: Batch = []
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"could not read {topic} to its end in {timeout}s")
+                msg = consumer.poll(0.1)
+                if msg is None:
+                    continue
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        return batch
+                    raise RuntimeError(f"reading {topic}: {err}")
+                offset = msg.offset() or 0
+                try:
+                    record = decode(msg.value())
+                except DecodeError as exc:
+                    raise CorruptRecord(topic, 0, offset, str(exc)) from exc
+                batch.append(Decoded(topic, 0, offset, record))
+        finally:
+            consumer.close()
 
     def wants(self, topic: str) -> bool:
         return topic.endswith(".oplog") or topic == self.local_topic

@@ -14,19 +14,25 @@ Consecutive-XACK effects are coalesced and logged every `ACK_FLUSH_S` (and on CR
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import os
+import secrets
 import time
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
 
-from streams.commands.base import Context, Result, parse_int
+from streams import errors
+from streams.commands.base import Command, Context, Result, parse_int
 from streams.commands.reply import NULL_ARRAY, OK, Map, Reply
 from streams.commands.table import dispatch
+from streams.commands.unsupported import unsupported
 from streams.crdt import ops
 from streams.crdt.region import Region
 from streams.errors import CommandError
 from streams.ids import IdMode
-from streams.node import connection
+from streams.node import auth, connection, transactions
 from streams.node.materializer import Batch, Materializer
 from streams.node.waiters import Waiters
 from streams.node.writer import RegionWriter, WriterError, WriterFenced
@@ -50,9 +56,30 @@ class RegionNode:
         region_name: str,
         clock: Clock = time.time,
         debug_clock: bool = False,
+        bind: str | None = None,
+        port: int | None = None,
+        auth_config: auth.AuthConfig | None = None,
     ) -> None:
+        """`bind` / `port` override the topology's RESP address; `auth_config` sets passwords."""
         self.topology = topology
-        self.config: RegionConfig = topology.region(region_name)
+        config = topology.region(region_name)
+        if bind is not None or port is not None:
+            config = dataclasses.replace(
+                config,
+                bind=config.bind if bind is None else bind,
+                resp_port=config.resp_port if port is None else port,
+            )
+        self.config: RegionConfig = config
+        self.auth = auth_config or auth.AuthConfig()
+        self.settings = connection.Settings(
+            connection.default_settings(config.resp_port, config.bind)
+        )
+        self.stats = connection.Stats()
+        self._sessions: weakref.WeakValueDictionary[int, Session] = (
+            weakref.WeakValueDictionary()
+        )
+        self._started = time.time()
+        self._run_id = secrets.token_hex(20)
         self.name = region_name
         self.region = Region(self.config.id, IdMode.parse(self.config.id_mode))
         self.region_names = {r.id: r.name for r in topology.regions}
@@ -165,10 +192,65 @@ class RegionNode:
     # --- commands ---
 
     async def handle(self, session: Session, args: list[bytes]) -> Reply:
+        """The RESP entry point: one request of one connection, answered in order.
+
+        Redis's processCommand order: the command must exist, the connection must be
+        authenticated, the arity must fit; inside MULTI the command is then queued; otherwise a
+        connection command runs here, a Redis command we do not implement is refused clearly,
+        and a stream command is dispatched (and may block).
+        """
+        if self._sessions.get(session.id) is not session:
+            self._register(session)
+        reply = await self._handle(session, args)
+        self.stats.count(reply)
+        return reply
+
+    def _register(self, session: Session) -> None:
+        self._sessions[session.id] = session
+        self.stats.connections += 1
+        auth.start(session, self.auth)
+        connection.client_info(session)
+
+    async def _handle(self, session: Session, args: list[bytes]) -> Reply:
         name = args[0].lower()
+        info = connection.client_info(session)
+        info.last_seen = time.monotonic()
+        try:
+            found = connection.find(args)
+        except CommandError as exc:
+            return transactions.reject(session, name, exc)
+        info.last_cmd = found if isinstance(found, str) else found.name
+        if not session.authenticated and name not in connection.NO_AUTH:
+            return CommandError(errors.NOAUTH)
+        if isinstance(found, Command) and not found.arity_ok(len(args)):
+            return transactions.reject(session, name, errors.wrong_arity(found.name))
+        tx = transactions.active(session)
+        if tx is not None and name not in transactions.IMMEDIATE:
+            return tx.queue(args, self._queue_refusal(found))
+        if isinstance(found, str):
+            return unsupported(found)
         builtin = self._builtin(name)
         if builtin is not None:
             return await builtin(session, args)
+        return await self._run(args, session.lost)
+
+    @staticmethod
+    def _queue_refusal(found: Command | str) -> CommandError | None:
+        if isinstance(found, str):
+            return unsupported(found)
+        if "no_multi" in found.flags:
+            return CommandError(errors.NOT_IN_MULTI)
+        return None
+
+    async def _run(self, args: list[bytes], lost: asyncio.Future[None] | None = None) -> Reply:
+        """A stream command: dispatch and commit under the lock; a blocking read that found
+        nothing waits for a change of its keys and runs again.
+
+        The timeout counts from the first run (BLOCK 0: forever); a re-run uses the request's
+        resolved arguments (XREAD's `$` became the last ID of the first run). `lost` resolves when
+        the client disconnects: the wait ends at once and the command is not run again (an
+        XREADGROUP must not deliver entries to a client that is gone).
+        """
         deadline: float | None = None
         while True:
             async with self._lock:
@@ -184,9 +266,11 @@ class RegionNode:
                     else time.monotonic() + block.timeout_ms / 1000
                 )
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or (lost is not None and lost.done()):
                 return NULL_ARRAY
-            await self.waiters.wait(block.keys, remaining)
+            await self.waiters.wait(block.keys, remaining, lost)
+            if lost is not None and lost.done():
+                return NULL_ARRAY
             args = list(block.args)
 
     def _context(self) -> Context:
@@ -239,16 +323,23 @@ class RegionNode:
         return None
 
     async def _reread_own_log(self) -> None:
-        """After a failed append: wait until the materializer has seen the end of every log again
-        (so an op that did land after all is applied, and its seq is never reused), then accept
-        writes again."""
-        seen = self.materializer.eof_events
+        """After a failed append: read this region's op log to its end (so an op that landed
+        after all is applied and its seq is never reused), then accept writes again."""
+        loop = asyncio.get_running_loop()
         while not self.writer.fenced:
-            await asyncio.sleep(0.2)
-            if self.materializer.eof_events > seen and self.materializer.caught_up.is_set():
-                await self._drain()
-                self.write_fault = None
-                return
+            start = self.materializer.positions.get(self.oplog, 0)
+            try:
+                batch = await loop.run_in_executor(
+                    None, self.materializer.read_to_end, self.oplog, start
+                )
+            except Exception as exc:  # Kafka still unreachable: keep refusing, try again
+                log.warning("%s: re-reading %s failed: %s", self.name, self.oplog, exc)
+                await asyncio.sleep(1.0)
+                continue
+            self._inbox.append(batch)
+            await self._drain()
+            self.write_fault = None
+            return
 
     # --- background work ---
 
@@ -295,12 +386,20 @@ class RegionNode:
         return {
             b"ping": self._sync(connection.ping),
             b"echo": self._sync(connection.echo),
-            b"hello": self._hello,
-            b"client": self._sync(connection.client),
+            b"hello": self._sync(lambda s, a: connection.hello(s, a, self.auth)),
+            b"auth": self._sync(lambda s, a: auth.auth(s, a, self.auth)),
+            b"client": self._sync(self._client),
             b"select": self._sync(connection.select),
             b"quit": self._sync(connection.quit_),
-            b"command": self._sync(connection.command_info),
-            b"info": self._info,
+            b"reset": self._sync(self._reset),
+            b"command": self._sync(connection.command),
+            b"info": self._sync(lambda s, a: connection.info(a, self.info_sections())),
+            b"config": self._sync(self._config),
+            b"multi": self._sync(transactions.multi),
+            b"discard": self._sync(transactions.discard),
+            b"watch": self._sync(transactions.watch),
+            b"unwatch": self._sync(transactions.unwatch),
+            b"exec": self._exec,
             b"crdt.flush": self._crdt_flush,
             b"crdt.info": self._crdt_info,
             b"crdt.clock": self._crdt_clock,
@@ -316,14 +415,49 @@ class RegionNode:
 
         return run
 
-    async def _hello(self, session: Session, args: list[bytes]) -> Reply:
+    def _client(self, session: Session, args: list[bytes]) -> Reply:
+        live = [s for s in self._sessions.values() if not s.closing]
+        return connection.client(session, args, live, transactions.depth)
+
+    def _reset(self, session: Session, args: list[bytes]) -> Reply:
+        transactions.reset(session)
+        return connection.reset(session, self.auth)
+
+    def _config(self, session: Session, args: list[bytes]) -> Reply:
+        if args[1].lower() == b"resetstat":
+            self.stats.reset()
+        return connection.config(session, args, self.settings)
+
+    async def _exec(self, session: Session, args: list[bytes]) -> Reply:
+        """EXEC: every queued command under one acquisition of the lock, so nothing of another
+        client or region comes in between. Each command's replicated ops are appended (and
+        acknowledged) before the next command runs, so later commands see earlier writes; a
+        blocking read answers at once as timed out, as in Redis."""
         try:
-            return connection.hello(session, args, {})
+            tx = transactions.take(session)
         except CommandError as exc:
             return exc
+        replies: list[Reply] = []
+        session.extra[transactions.RUNNING] = len(tx.queued)
+        try:
+            async with self._lock:
+                for queued in tx.queued:
+                    reply = await self._exec_one(session, queued)
+                    self.stats.count(reply)
+                    replies.append(reply)
+        finally:
+            session.extra.pop(transactions.RUNNING, None)
+        return replies
 
-    async def _info(self, session: Session, args: list[bytes]) -> Reply:
-        return connection.info(session, args, self.info_sections)
+    async def _exec_one(self, session: Session, args: list[bytes]) -> Reply:
+        try:
+            builtin = self._builtin(args[0].lower())
+            if builtin is not None:
+                return await builtin(session, args)  # none of them takes the lock (no_multi)
+            return await self._commit(dispatch(self._context(), args))
+        except Exception:  # one broken command must not lose the others' replies
+            log.exception("command %r inside EXEC failed", args[:1])
+            return CommandError("ERR internal error, see the node's log")
 
     async def _crdt_flush(self, session: Session, args: list[bytes]) -> Reply:
         """Log what is held back for coalescing (XACK effects, local ops) now; used by sync()."""
@@ -378,19 +512,112 @@ class RegionNode:
             "write_fault": self.write_fault or "",
             "materializer_error": self.fatal or "",
             "topics": " ".join(f"{t}@{p}" for t, p in sorted(self.materializer.positions.items())),
+            "blocked_clients": len(self.waiters),
         }
 
     def info_sections(self) -> dict[str, dict[str, object]]:
-        crdt = self.crdt_info()
+        """INFO's sections, in Redis's order and with Redis's field names where they apply; the
+        replication section also carries each other region's applied seq and lag."""
+        keys = sum(1 for _ in self.region.state.existing_keys())
+        rss = connection.rss_bytes()
+        peak = max(rss, connection.peak_rss_bytes())
+        cpu = os.times()
+        vector = self.region.vector
+        now = self.now_ms()
+        replication: dict[str, object] = {
+            "role": "master",
+            "connected_slaves": 0,
+            "master_failover_state": "no-failover",
+            "master_replid": self._run_id,
+            "master_replid2": "0" * 40,
+            "master_repl_offset": vector.get(self.region.id, 0),
+            "second_repl_offset": -1,
+            "repl_backlog_active": 0,
+            "crdt_region": self.name,
+            "crdt_region_id": self.region.id,
+            "crdt_id_mode": self.region.mode.value,
+            "crdt_vector": " ".join(
+                f"{self.region_names.get(o, f'r{o}')}={s}" for o, s in sorted(vector.items())
+            ),
+            "crdt_waiting_ops": self.region.causal.waiting,
+            "crdt_write_fault": self.write_fault or self.fatal or "",
+        }
+        peers = [r for r in sorted(self.region_names) if r != self.region.id]
+        replication["crdt_peers"] = len(peers)
+        for i, origin in enumerate(peers):
+            seen = self.last_ts.get(origin)
+            replication[f"crdt_peer{i}"] = (
+                f"region={self.region_names[origin]},id={origin},"
+                f"applied_seq={vector.get(origin, 0)},"
+                f"ms_since_last_op={-1 if seen is None else max(0, now - seen)}"
+            )
         return {
-            "server": connection.server_section(),
-            "replication": {
-                "role": "master",
-                "crdt_region": crdt["region"],
-                "crdt_vector": crdt["vector"],
-                "crdt_ms_since_last_op": crdt["ms_since_last_op"],
+            "server": connection.server_section(
+                self.config.resp_port, self._started, self._run_id
+            ),
+            "clients": {
+                "connected_clients": sum(1 for s in self._sessions.values() if not s.closing),
+                "cluster_connections": 0,
+                "maxclients": 10000,
+                "client_recent_max_input_buffer": 0,
+                "client_recent_max_output_buffer": 0,
+                "blocked_clients": len(self.waiters),
+                "tracking_clients": 0,
+                "clients_in_timeout_table": 0,
             },
-            "keyspace": {"db0": f"keys={sum(1 for _ in self.region.state.existing_keys())}"},
+            "memory": {
+                "used_memory": rss,
+                "used_memory_human": connection.human_bytes(rss),
+                "used_memory_rss": rss,
+                "used_memory_rss_human": connection.human_bytes(rss),
+                "used_memory_peak": peak,
+                "used_memory_peak_human": connection.human_bytes(peak),
+                "maxmemory": 0,
+                "maxmemory_human": "0B",
+                "maxmemory_policy": "noeviction",
+                "mem_allocator": "libc",
+            },
+            "persistence": {
+                "loading": 0,
+                "async_loading": 0,
+                "rdb_changes_since_last_save": 0,
+                "rdb_bgsave_in_progress": 0,
+                "rdb_last_save_time": int(self._started),
+                "rdb_last_bgsave_status": "ok",
+                "aof_enabled": 0,
+                "aof_rewrite_in_progress": 0,
+                "aof_last_write_status": "err" if self._write_refusal() else "ok",
+                "crdt_oplog": self.oplog,
+                "crdt_local_log": self.local,
+                "crdt_local_ops_unflushed": len(self._unflushed_local),
+            },
+            "stats": {
+                "total_connections_received": self.stats.connections,
+                "total_commands_processed": self.stats.commands,
+                "instantaneous_ops_per_sec": 0,
+                "rejected_connections": 0,
+                "expired_keys": 0,
+                "evicted_keys": 0,
+                "keyspace_hits": 0,
+                "keyspace_misses": 0,
+                "pubsub_channels": 0,
+                "pubsub_patterns": 0,
+                "unexpected_error_replies": 0,
+                "total_error_replies": sum(self.stats.errors.values()),
+            },
+            "replication": replication,
+            "cpu": {
+                "used_cpu_sys": f"{cpu.system:.6f}",
+                "used_cpu_user": f"{cpu.user:.6f}",
+                "used_cpu_sys_children": f"{cpu.children_system:.6f}",
+                "used_cpu_user_children": f"{cpu.children_user:.6f}",
+            },
+            "modules": {},
+            "errorstats": {
+                f"errorstat_{code}": f"count={n}" for code, n in sorted(self.stats.errors.items())
+            },
+            "cluster": {"cluster_enabled": 0},
+            "keyspace": {"db0": f"keys={keys},expires=0,avg_ttl=0"} if keys else {},
         }
 
 

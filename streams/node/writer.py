@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -29,6 +30,10 @@ class WriterError(RuntimeError):
 
 class WriterFenced(WriterError):
     """Another writer took over this region; this one must never write again."""
+
+
+MAX_RECORD_BYTES = int(os.environ.get("STREAMS_MAX_RECORD_BYTES", 64 * 1024 * 1024))
+"""The largest op record the writer sends (the broker and the mirror must accept it too)."""
 
 
 def transactional_id(region_name: str) -> str:
@@ -56,6 +61,8 @@ class RegionWriter:
                 "acks": "all",
                 "enable.idempotence": True,
                 "linger.ms": 0,
+                # Redis takes values up to 512 MB; Kafka's default record limit is 1 MB.
+                "message.max.bytes": MAX_RECORD_BYTES,
                 "transaction.timeout.ms": 60000,
                 "message.timeout.ms": int(timeout_s * 1000),
                 "log_level": 3,

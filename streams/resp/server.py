@@ -1,9 +1,19 @@
-"""The RESP front door: a sans-I/O request parser (hiredis Reader) inside an asyncio Protocol.
+"""The RESP front door: the sans-I/O request parser (`parser.RequestParser`) inside an asyncio
+Protocol.
 
 Requests of one connection are answered strictly in order (pipelining of any depth); each request
-goes to the `Handler`, which owns all command semantics. Backpressure lives in one place,
-`_Flow`: reading pauses while too many requests wait or while the transport's write buffer is
-full, so a client that never reads its replies cannot make the server buffer without bound.
+goes to the `Handler`, which owns all command semantics. A protocol error is answered with Redis's
+text after the replies of the requests before it, then the connection closes; other connections
+never notice.
+
+Backpressure lives in one place, `_Flow`: reading pauses while too many requests wait, and while
+the transport's write buffer is above its high-water mark no further request is run (and reading
+pauses), so a client that never reads its replies holds at most one read's worth of requests and
+one write buffer.
+
+A disconnect never cancels a running command (a write half-appended to Kafka must finish and be
+committed to the state); it (or the client's end of input) resolves `Session.lost`, which ends a
+blocked XREAD at once, and the connection's task stops after the command in flight.
 """
 
 from __future__ import annotations
@@ -14,11 +24,10 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-import hiredis
-
 from streams.commands.reply import Reply
 from streams.errors import CommandError
 from streams.resp.encode import encode
+from streams.resp.parser import RequestParser
 
 log = logging.getLogger(__name__)
 
@@ -35,24 +44,31 @@ class Session:
     authenticated: bool = True
     closing: bool = False
     extra: dict[str, object] = field(default_factory=dict)
+    lost: asyncio.Future[None] | None = None
+    """Resolved when the client disconnects: a blocked command waits on it too."""
 
 
 Handler = Callable[[Session, list[bytes]], Awaitable[Reply]]
 
 
 class _Flow:
-    """Pause reading while replies are not being drained."""
+    """Pause reading while requests pile up or replies are not being drained.
+
+    `drained` is clear while the transport's write buffer is over its high-water mark; the serve
+    loop waits on it before running the next request.
+    """
 
     def __init__(self, transport: asyncio.Transport) -> None:
         self.transport = transport
         self.queued = 0
         self.write_paused = False
         self.read_paused = False
+        self.stopped = False  # no more reading at all (protocol error or closing)
         self.drained = asyncio.Event()
         self.drained.set()
 
     def update(self) -> None:
-        should_pause = self.queued >= MAX_QUEUED or self.write_paused
+        should_pause = self.stopped or self.queued >= MAX_QUEUED or self.write_paused
         if should_pause and not self.read_paused:
             self.transport.pause_reading()
             self.read_paused = True
@@ -60,18 +76,29 @@ class _Flow:
             self.transport.resume_reading()
             self.read_paused = False
 
+    def pause_writing(self) -> None:
+        self.write_paused = True
+        self.drained.clear()
+        self.update()
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        self.drained.set()
+        self.update()
+
 
 class RespProtocol(asyncio.Protocol):
     _next_id = 0
 
     def __init__(self, handler: Handler) -> None:
         self._handler = handler
-        self._reader = hiredis.Reader()
+        self._parser = RequestParser()
         self._requests: deque[list[bytes]] = deque()
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._transport: asyncio.Transport | None = None
         self._flow: _Flow | None = None
+        self._lost = False
         RespProtocol._next_id += 1
         self.session = Session(RespProtocol._next_id)
 
@@ -81,69 +108,93 @@ class RespProtocol(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
         self._flow = _Flow(transport)
-        self._task = asyncio.get_running_loop().create_task(self._serve())
+        for key, name in (("addr", "peername"), ("laddr", "sockname")):
+            where = transport.get_extra_info(name)
+            if isinstance(where, tuple) and len(where) >= 2:  # CLIENT LIST's addr= and laddr=
+                self.session.extra[key] = f"{where[0]}:{where[1]}"
+        loop = asyncio.get_running_loop()
+        self.session.lost = loop.create_future()
+        self._task = loop.create_task(self._serve())
 
     def data_received(self, data: bytes) -> None:
-        self._reader.feed(data)
-        try:
-            while (request := self._reader.gets()) is not False:
-                if not isinstance(request, list) or not request or not all(
-                    isinstance(a, bytes) for a in request
-                ):
-                    raise hiredis.ProtocolError("expected an array of bulk strings")
-                self._requests.append(request)
-        except hiredis.ProtocolError as exc:
-            self._requests.append([b"\x00protocol-error", str(exc).encode()])
         assert self._flow is not None
+        requests = self._parser.feed(data)
+        if requests:
+            self._requests.extend(requests)
+        if self._parser.error is not None:
+            self._flow.stopped = True  # nothing after the bad bytes is read
         self._flow.queued = len(self._requests)
         self._flow.update()
         self._wakeup.set()
 
+    def eof_received(self) -> bool:
+        """The client closed (or half-closed) its side. Like Redis, it is gone: a blocked read
+        ends now (`Session.lost`). Unlike an abort, the requests that arrived before the end are
+        still answered (`printf 'PING\\r\\n' | nc -N` gets its PONG), then the transport
+        closes."""
+        self._resolve_lost()
+        self._requests.append([])  # the marker: close once everything before it is answered
+        self._wakeup.set()
+        return True
+
     def pause_writing(self) -> None:
         assert self._flow is not None
-        self._flow.write_paused = True
-        self._flow.update()
+        self._flow.pause_writing()
 
     def resume_writing(self) -> None:
         assert self._flow is not None
-        self._flow.write_paused = False
-        self._flow.update()
+        self._flow.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
         self.session.closing = True
-        if self._task is not None:
-            self._task.cancel()
+        self._resolve_lost()
+        self._wakeup.set()
+        if self._flow is not None:
+            self._flow.drained.set()
+
+    def _resolve_lost(self) -> None:
+        if self.session.lost is not None and not self.session.lost.done():
+            self.session.lost.set_result(None)
 
     # --- serving ---------------------------------------------------------------------------------
 
     async def _serve(self) -> None:
         assert self._transport is not None and self._flow is not None
-        try:
-            while not self.session.closing:
-                if not self._requests:
-                    self._wakeup.clear()
-                    await self._wakeup.wait()
-                    continue
-                request = self._requests.popleft()
-                self._flow.queued = len(self._requests)
-                self._flow.update()
-                if request[0] == b"\x00protocol-error":
-                    self._write(CommandError(f"ERR Protocol error: {request[1].decode()}"))
+        flow = self._flow
+        requests = self._requests
+        while not self._lost:
+            if not requests:
+                if self._parser.error is not None:
+                    self._write(CommandError(self._parser.error))
                     self._transport.close()
                     return
-                try:
-                    reply = await self._handler(self.session, request)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # a bug must not kill the connection or the node
-                    log.exception("command %r failed", request[:1])
-                    reply = CommandError("ERR internal error, see the node's log")
-                self._write(reply)
-                if self.session.closing:
-                    self._transport.close()
-                    return
-        except asyncio.CancelledError:
-            pass
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                continue
+            if flow.write_paused:
+                await flow.drained.wait()
+                continue
+            request = requests.popleft()
+            if flow.read_paused:
+                flow.queued = len(requests)
+                flow.update()
+            if not request:  # end of input: everything before it has been answered
+                if self._parser.error is not None:
+                    self._write(CommandError(self._parser.error))
+                self._transport.close()
+                return
+            try:
+                reply = await self._handler(self.session, request)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug must not kill the connection or the node
+                log.exception("command %r failed", request[:1])
+                reply = CommandError("ERR internal error, see the node's log")
+            self._write(reply)
+            if self.session.closing:
+                self._transport.close()
+                return
 
     def _write(self, reply: Reply) -> None:
         assert self._transport is not None

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import redis
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
@@ -136,3 +137,28 @@ def test_a_mirror_restarted_mid_stream_loses_and_repeats_nothing() -> None:
         assert topo.client(1).execute_command("CRDT.DIGEST") == topo.client(2).execute_command(
             "CRDT.DIGEST"
         )
+
+
+def test_a_write_kafka_refuses_is_refused_and_writes_resume_after_the_log_is_re_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("STREAMS_MAX_RECORD_BYTES", str(256 * 1024))
+    with LocalTopology(regions=1) as topo:
+        client = topo.client(1)
+        client.xadd("s", {"n": "1"})
+        try:
+            client.xadd("s", {"big": b"x" * (512 * 1024)})
+            raise AssertionError("an op over the record limit was acknowledged")
+        except redis.ResponseError as exc:
+            assert "did not acknowledge" in str(exc)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.xadd("s", {"n": "2"})
+                break
+            except redis.ResponseError as exc:
+                assert "refused until" in str(exc)
+                assert time.monotonic() < deadline, "writes stayed refused"
+                time.sleep(0.05)
+        assert [f for _id, f in client.xrange("s")] == [{b"n": b"1"}, {b"n": b"2"}]
+        assert _oplog_seqs(topo.bootstrap[1], "r1.oplog") == [1, 2]

@@ -1,0 +1,95 @@
+"""Authentication: Redis's `requirepass` and ACL-style users, as AUTH and HELLO ... AUTH see them.
+
+A node is configured with `--requirepass PASS` (the password of the `default` user) and any number
+of `--user NAME:PASS`. Without either, the `default` user has no password (`nopass`): every
+connection starts authenticated, `AUTH default <anything>` succeeds and `AUTH <password>` answers
+Redis's "called without any password configured" error. With either, a connection starts
+unauthenticated and every command but AUTH, HELLO, QUIT and RESET answers NOAUTH until it
+authenticates.
+
+Deliberate difference from Redis: when users are configured but no requirepass, the `default`
+user is disabled (Redis would leave it `nopass`, i.e. leave the server open): naming users means
+access is meant to be controlled. Users have no ACL rules: an authenticated user may run every
+command.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass, field
+
+from streams import errors
+from streams.commands.reply import OK, Reply
+from streams.errors import CommandError
+from streams.resp.server import Session
+
+DEFAULT_USER = b"default"
+USER_KEY = "user"
+"""`session.extra[USER_KEY]`: the name of the user the connection is authenticated as."""
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    """Who may connect: user name -> password (`default` is requirepass's user)."""
+
+    passwords: dict[bytes, bytes] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, requirepass: str | None = None, users: list[str] | None = None) -> AuthConfig:
+        """From the node options: `requirepass` ("" or None: none) and `NAME:PASS` users."""
+        passwords: dict[bytes, bytes] = {}
+        if requirepass:
+            passwords[DEFAULT_USER] = requirepass.encode()
+        for spec in users or []:
+            name, sep, password = spec.partition(":")
+            if not sep or not name or not password:
+                raise ValueError(f"--user expects NAME:PASSWORD, got {spec!r}")
+            if any(c.isspace() for c in name):
+                raise ValueError(f"--user: a user name cannot contain spaces: {name!r}")
+            if name.encode() in passwords:
+                raise ValueError(f"--user: user {name!r} is configured twice")
+            passwords[name.encode()] = password.encode()
+        return cls(passwords)
+
+    @property
+    def required(self) -> bool:
+        """Whether a new connection must authenticate before running commands."""
+        return bool(self.passwords)
+
+    def check(self, user: bytes, password: bytes) -> bool:
+        if not self.passwords:
+            return user == DEFAULT_USER  # the default user is `nopass`: any password will do
+        stored = self.passwords.get(user)
+        return stored is not None and hmac.compare_digest(stored, password)
+
+
+def start(session: Session, config: AuthConfig) -> None:
+    """A new connection: authenticated as `default` only if no password is configured."""
+    session.authenticated = not config.required
+    session.extra[USER_KEY] = DEFAULT_USER
+
+
+def login(session: Session, config: AuthConfig, user: bytes, password: bytes) -> None:
+    """Authenticate the connection or raise WRONGPASS (a failed attempt changes nothing)."""
+    if not config.check(user, password):
+        raise CommandError(errors.WRONGPASS)
+    session.authenticated = True
+    session.extra[USER_KEY] = user
+
+
+def auth(session: Session, args: list[bytes], config: AuthConfig) -> Reply:
+    """AUTH [username] password."""
+    if len(args) > 3:
+        raise CommandError(errors.SYNTAX)
+    if len(args) == 2:
+        if not config.passwords:
+            raise CommandError(errors.AUTH_NOT_CONFIGURED)
+        login(session, config, DEFAULT_USER, args[1])
+    else:
+        login(session, config, args[1], args[2])
+    return OK
+
+
+def user_of(session: Session) -> bytes:
+    user = session.extra.get(USER_KEY, DEFAULT_USER)
+    return user if isinstance(user, bytes) else DEFAULT_USER
