@@ -81,13 +81,6 @@ XGROUP_KEY_MISSING = (
 )
 INVALID_START_ID = "ERR invalid start ID for the interval"
 INVALID_END_ID = "ERR invalid end ID for the interval"
-UNBALANCED_XREAD = (
-    "ERR Unbalanced 'xread' list of streams: for each stream key an ID or '$' must be specified."
-)
-UNBALANCED_XREADGROUP = (
-    "ERR Unbalanced 'xreadgroup' list of streams: for each stream key an ID or '>' must be "
-    "specified."
-)
 XREAD_GT_ONLY_GROUP = (
     "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> "
     "<consumer> option."
@@ -108,7 +101,6 @@ INVALID_IDLE = "ERR Invalid IDLE option argument for XCLAIM"
 INVALID_TIME = "ERR Invalid TIME option argument for XCLAIM"
 INVALID_RETRYCOUNT = "ERR Invalid RETRYCOUNT option argument for XCLAIM"
 INVALID_MIN_IDLE = "ERR Invalid min-idle-time argument for XCLAIM"
-UNSUPPORTED_TYPE = "ERR unsupported command: this database holds Redis streams only"
 NOGROUP_READGROUP_FMT = (
     "NOGROUP No such key '{key}' or consumer group '{group}' in XREADGROUP with GROUP option"
 )
@@ -117,8 +109,6 @@ XGROUP_NOGROUP_FMT = "NOGROUP No such consumer group '{group}' for key name '{ke
 UNKNOWN_COMMAND_FMT = "ERR unknown command '{name}', with args beginning with: {args}"
 WRONG_ARITY_FMT = "ERR wrong number of arguments for '{name}' command"
 UNKNOWN_SUBCOMMAND_FMT = "ERR unknown subcommand '{sub}'. Try {cmd} HELP."
-WRONG_ARITY_SUB_FMT = "ERR wrong number of arguments for '{name}' command"
-NO_CONSUMER_GROUP_FMT = "NOGROUP No such consumer group '{group}' for key name '{key}'"
 
 
 def nogroup_readgroup(key: bytes, group: bytes) -> CommandError:
