@@ -35,7 +35,6 @@ def err(text: str) -> CommandError:
 
 SYNTAX = "ERR syntax error"
 NOT_INTEGER = "ERR value is not an integer or out of range"
-WRONGTYPE = "WRONGTYPE Operation against a key holding the wrong kind of value"
 NO_SUCH_KEY = "ERR no such key"
 INVALID_ID = "ERR Invalid stream ID specified as stream command argument"
 XADD_ID_TOO_SMALL = (
@@ -54,7 +53,6 @@ XSETID_MAXDEL = (
     "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
 )
 STREAM_EXHAUSTED = "ERR The stream has exhausted the last possible ID, unable to add more items"
-XSETID_BELOW_MAXDEL = "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id"
 ENTRIES_ADDED_NEGATIVE = "ERR entries_added must be positive"
 MAXLEN_MINID_TOGETHER = (
     "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"

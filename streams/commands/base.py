@@ -61,10 +61,6 @@ class Command:
     last_key: int = 1
     key_step: int = 1
 
-    @property
-    def is_write(self) -> bool:
-        return "write" in self.flags
-
     def arity_ok(self, argc: int) -> bool:
         return argc == self.arity if self.arity >= 0 else argc >= -self.arity
 

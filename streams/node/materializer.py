@@ -21,6 +21,7 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from streams.crdt import ops
 from streams.ops.codec import DecodeError, decode
+from topology.topics import is_oplog_topic
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,6 @@ class Materializer:
         self._at_eof: dict[str, bool] = {}
         self.positions: dict[str, int] = {}
         self.caught_up = threading.Event()
-        self.eof_events = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.error: Exception | None = None
@@ -119,7 +119,7 @@ class Materializer:
             consumer.close()
 
     def wants(self, topic: str) -> bool:
-        return topic.endswith(".oplog") or topic == self.local_topic
+        return is_oplog_topic(topic) or topic == self.local_topic
 
     def start(self) -> None:
         self._thread.start()
@@ -166,7 +166,6 @@ class Materializer:
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
                             self._at_eof[topic] = True
-                            self.eof_events += 1
                             continue
                         log.warning("materializer: %s", err)
                         continue
