@@ -49,9 +49,7 @@ XSETID_BELOW_LAST = (
 XSETID_ENTRIES_ADDED = (
     "ERR The entries_added specified in XSETID is smaller than the target stream length"
 )
-XSETID_MAXDEL = (
-    "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
-)
+XSETID_MAXDEL = "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
 STREAM_EXHAUSTED = "ERR The stream has exhausted the last possible ID, unable to add more items"
 ENTRIES_ADDED_NEGATIVE = "ERR entries_added must be positive"
 MAXLEN_MINID_TOGETHER = (
@@ -69,8 +67,7 @@ NOACK_ONLY_XREADGROUP = (
 )
 MISSING_GROUP = "ERR Missing GROUP option for XREADGROUP"
 STRICT_FULL_ID = (
-    "ERR full stream IDs (ms-seq) are refused in strict ID mode: "
-    "use '*' or a millisecond-only ID"
+    "ERR full stream IDs (ms-seq) are refused in strict ID mode: use '*' or a millisecond-only ID"
 )
 BUSYGROUP = "BUSYGROUP Consumer Group name already exists"
 XGROUP_KEY_MISSING = (
@@ -109,18 +106,25 @@ WRONG_ARITY_FMT = "ERR wrong number of arguments for '{name}' command"
 UNKNOWN_SUBCOMMAND_FMT = "ERR unknown subcommand '{sub}'. Try {cmd} HELP."
 
 
+def c_text(raw: bytes, limit: int | None = None) -> str:
+    """A client argument as Redis's `%s` / `%.<limit>s` prints it: a C string (cut at the first
+    NUL), bytes echoed back as they came (surrogateescape carries non-UTF-8 through the encoder)."""
+    cut = raw.split(b"\x00", 1)[0]
+    if limit is not None:
+        cut = cut[:limit]
+    return cut.decode("utf-8", "surrogateescape")
+
+
 def nogroup_readgroup(key: bytes, group: bytes) -> CommandError:
-    return CommandError(
-        NOGROUP_READGROUP_FMT.format(key=_s(key), group=_s(group))
-    )
+    return CommandError(NOGROUP_READGROUP_FMT.format(key=c_text(key), group=c_text(group)))
 
 
 def nogroup(key: bytes, group: bytes) -> CommandError:
-    return CommandError(NOGROUP_FMT.format(key=_s(key), group=_s(group)))
+    return CommandError(NOGROUP_FMT.format(key=c_text(key), group=c_text(group)))
 
 
 def xgroup_nogroup(key: bytes, group: bytes) -> CommandError:
-    return CommandError(XGROUP_NOGROUP_FMT.format(key=_s(key), group=_s(group)))
+    return CommandError(XGROUP_NOGROUP_FMT.format(key=c_text(key), group=c_text(group)))
 
 
 def wrong_arity(name: str) -> CommandError:
@@ -134,26 +138,13 @@ def unknown_command(name: bytes, args: list[bytes]) -> CommandError:
     for arg in args:
         if len(shown) >= 128:
             break
-        shown += b"'" + _c_string(arg)[: 128 - len(shown)] + b"' "
-    return CommandError(
-        UNKNOWN_COMMAND_FMT.format(name=_raw(_c_string(name)[:128]), args=_raw(shown))
-    )
-
-
-def _c_string(raw: bytes) -> bytes:
-    return raw.split(b"\x00", 1)[0]
-
-
-def _raw(raw: bytes) -> str:
-    return raw.decode("utf-8", "surrogateescape")
+        shown += b"'" + arg.split(b"\x00", 1)[0][: 128 - len(shown)] + b"' "
+    return CommandError(UNKNOWN_COMMAND_FMT.format(name=c_text(name, 128), args=c_text(shown)))
 
 
 def unknown_subcommand(cmd: str, sub: bytes) -> CommandError:
-    return CommandError(UNKNOWN_SUBCOMMAND_FMT.format(sub=_s(sub), cmd=cmd.upper()))
-
-
-def _s(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
+    """Redis: `'%.128s'` of the subcommand as a C string, raw bytes echoed back."""
+    return CommandError(UNKNOWN_SUBCOMMAND_FMT.format(sub=c_text(sub, 128), cmd=cmd.upper()))
 
 
 # --- consumer-group and XINFO texts (Redis 7.0.15, checked against redis-server) ---------------
@@ -170,13 +161,13 @@ SUBCOMMAND_SYNTAX_FMT = (
 
 
 def xclaim_unrecognized(opt: bytes) -> CommandError:
-    return CommandError(XCLAIM_UNRECOGNIZED_FMT.format(opt=_s(opt)))
+    return CommandError(XCLAIM_UNRECOGNIZED_FMT.format(opt=c_text(opt)))
 
 
 def subcommand_syntax(cmd: bytes, sub: bytes) -> CommandError:
-    """Redis's addReplySubcommandSyntaxError: the subcommand as typed (at most 128 characters),
-    the command upper-cased."""
-    return CommandError(SUBCOMMAND_SYNTAX_FMT.format(sub=_s(sub)[:128], cmd=_s(cmd).upper()))
+    """addReplySubcommandSyntaxError: the subcommand as typed (`%.128s`), the command name
+    upper-cased byte by byte (C `toupper`: ASCII letters only)."""
+    return CommandError(SUBCOMMAND_SYNTAX_FMT.format(sub=c_text(sub, 128), cmd=c_text(cmd.upper())))
 
 
 XAUTOCLAIM_COUNT_TOO_HIGH = (

@@ -13,7 +13,7 @@ then the ID, so the same bad input fails with the same error as on a real server
 from __future__ import annotations
 
 from streams import errors
-from streams.commands import groupview, pel, readgroup
+from streams.commands import pel, readgroup
 from streams.commands.base import Command, Context, Result, command, container, eq, parse_int
 from streams.commands.groupview import dollar_cursors, find_group, help_reply, pel_keys_between
 from streams.commands.reply import OK
@@ -56,7 +56,7 @@ def _options(args: list[bytes], *, create: bool) -> tuple[bool, int | None]:
                 raise CommandError(errors.ENTRIES_READ_INVALID)
             i += 2
         else:
-            raise groupview.subcommand_syntax(args[0], args[1])
+            raise errors.subcommand_syntax(args[0], args[1])
     return mkstream, None if entries_read == -1 else entries_read
 
 
@@ -70,7 +70,7 @@ def _target(
         raise CommandError(errors.XGROUP_KEY_MISSING)
     group = None if ks is None else ks.groups.get(args[3])
     if group is None and need_group:
-        raise groupview.xgroup_nogroup(args[2], args[3])
+        raise errors.xgroup_nogroup(args[2], args[3])
     return ks, group
 
 
@@ -78,7 +78,7 @@ def xgroup_create(ctx: Context, args: list[bytes]) -> Result:
     mkstream, entries_read = _options(args, create=True)
     ks, group = _target(ctx, args, mkstream=mkstream, need_group=False)
     if len(args) > 8:
-        raise groupview.subcommand_syntax(args[0], args[1])
+        raise errors.subcommand_syntax(args[0], args[1])
     if args[4] == b"$":
         default, start = dollar_cursors(ctx.state.raw(args[2]), ctx.region)
     else:
@@ -92,7 +92,7 @@ def xgroup_setid(ctx: Context, args: list[bytes]) -> Result:
     _mk, entries_read = _options(args, create=False)
     _target(ctx, args)
     if len(args) not in (5, 7):
-        raise groupview.subcommand_syntax(args[0], args[1])
+        raise errors.subcommand_syntax(args[0], args[1])
     if args[4] == b"$":
         default, start = dollar_cursors(ctx.state.raw(args[2]), ctx.region)
     else:

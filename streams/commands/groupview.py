@@ -13,12 +13,10 @@ from collections.abc import Iterable, Iterator
 
 from sortedcontainers import SortedDict, SortedSet
 
-from streams import errors
 from streams.commands.reply import Reply, Status
 from streams.crdt.groups import Group, PelKey
 from streams.crdt.ops import EntryRef, Fields, OriginIds
 from streams.crdt.state import KeyState, State
-from streams.errors import CommandError
 from streams.ids import MIN_ID, StreamID, format_id
 
 _ORIGIN_MAX = 2**63
@@ -84,44 +82,3 @@ def help_reply(cmd: bytes, lines: Iterable[str]) -> list[Reply]:
     out.extend(Status(line) for line in lines)
     out.extend([Status("HELP"), Status("    Prints this help.")])
     return out
-
-
-# --- error texts that quote client input --------------------------------------------------------
-#
-# Redis formats names and options into these errors with `%s` (`%.128s` for a subcommand): a C
-# string, so the text stops at the first NUL byte, and the bytes go out as they came in (also when
-# they are not UTF-8; `surrogateescape` carries them through the encoder).
-
-
-def c_text(raw: bytes, limit: int | None = None) -> str:
-    """A client argument as Redis's `%s` / `%.<limit>s` prints it."""
-    cut = raw.split(b"\x00", 1)[0]
-    if limit is not None:
-        cut = cut[:limit]
-    return cut.decode("utf-8", "surrogateescape")
-
-
-def nogroup(key: bytes, group: bytes) -> CommandError:
-    return CommandError(errors.NOGROUP_FMT.format(key=c_text(key), group=c_text(group)))
-
-
-def nogroup_readgroup(key: bytes, group: bytes) -> CommandError:
-    return CommandError(
-        errors.NOGROUP_READGROUP_FMT.format(key=c_text(key), group=c_text(group))
-    )
-
-
-def xgroup_nogroup(key: bytes, group: bytes) -> CommandError:
-    return CommandError(errors.XGROUP_NOGROUP_FMT.format(key=c_text(key), group=c_text(group)))
-
-
-def xclaim_unrecognized(opt: bytes) -> CommandError:
-    return CommandError(errors.XCLAIM_UNRECOGNIZED_FMT.format(opt=c_text(opt)))
-
-
-def subcommand_syntax(cmd: bytes, sub: bytes) -> CommandError:
-    """addReplySubcommandSyntaxError: the subcommand as typed (`%.128s`), the command name
-    upper-cased byte by byte (C `toupper`: ASCII letters only)."""
-    return CommandError(
-        errors.SUBCOMMAND_SYNTAX_FMT.format(sub=c_text(sub, 128), cmd=c_text(cmd.upper()))
-    )

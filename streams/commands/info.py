@@ -10,7 +10,9 @@ Where the model differs from one Redis stream:
   `streams.crdt.lag`;
 - radix-tree-keys / radix-tree-nodes describe Redis's memory layout, which has no counterpart
   here: they are estimates from the length (100 entries per listpack node, as Redis packs small
-  entries appended in order; nodes about 2 per key plus 2), exact for short streams only;
+  entries appended in order; nodes about 2 per key plus 2), exact for short streams only (an
+  empty stream shows 0 / 1; Redis shows 1 / 2 when it trimmed the last entries of a node whose
+  last entry had been XDELed before, as it then keeps the node);
 - recorded-first-entry-id is the first live entry in merged order (0-0 when empty).
 """
 
@@ -19,7 +21,6 @@ from __future__ import annotations
 from itertools import islice
 
 from streams import errors
-from streams.commands import groupview
 from streams.commands.base import Command, Context, Result, command, container, eq, parse_int
 from streams.commands.groupview import entry_reply, help_reply, pel_keys_between
 from streams.commands.reply import Map, Reply
@@ -88,7 +89,7 @@ def xinfo_consumers(ctx: Context, args: list[bytes]) -> Result:
     ks = _key(ctx, args[2])
     group = ks.groups.get(args[3])
     if group is None:
-        raise groupview.xgroup_nogroup(args[2], args[3])
+        raise errors.xgroup_nogroup(args[2], args[3])
     rows: list[Reply] = []
     for name in sorted(group.consumers):
         consumer = group.consumers[name]
@@ -114,11 +115,11 @@ def xinfo_stream(ctx: Context, args: list[bytes]) -> Result:
     if len(args) == 3:
         return Result(_stream_map(ks))
     if not eq(args[3], b"full"):
-        raise groupview.subcommand_syntax(args[0], args[1])
+        raise errors.subcommand_syntax(args[0], args[1])
     count = 10
     if len(args) > 4:
         if len(args) != 6 or not eq(args[4], b"count"):
-            raise groupview.subcommand_syntax(args[0], args[1])
+            raise errors.subcommand_syntax(args[0], args[1])
         count = parse_int(args[5])
         if count < 0:
             count = 10

@@ -2,16 +2,16 @@
 ownership). All of it is local to the region (seed 000: another region shows no pending).
 
 Redis 7.0 rules kept here: a claim sets the delivery time (now, or IDLE / TIME clamped to
-[0, now]) and counts one more delivery unless JUSTID (RETRYCOUNT overrides); FORCE puts a live
-entry that is not pending into the PEL (counting its delivery from 1, so it shows 2); a pending
-entry whose stream entry was deleted is dropped from the PEL (XAUTOCLAIM lists it in its third
-reply element). Times come from `ctx.now_ms`; the Claim op carries every value it needs.
+[0, now]) and counts one more delivery unless JUSTID (RETRYCOUNT overrides; a negative one is
+ignored, as Redis keeps -1 for "not given"); FORCE puts a live entry that is not pending into the
+PEL (counting its delivery from 1, so it shows 2); a pending entry whose stream entry was deleted
+is dropped from the PEL (XAUTOCLAIM lists it in its third reply element). Times come from
+`ctx.now_ms`; the Claim op carries every value it needs.
 """
 
 from __future__ import annotations
 
 from streams import errors
-from streams.commands import groupview
 from streams.commands.base import Command, Context, Result, command, eq, parse_int
 from streams.commands.groupview import (
     entry_fields,
@@ -40,7 +40,7 @@ limit modelled here. A real server may fail below it when memory is short."""
 def _group_or_nogroup(ctx: Context, args: list[bytes]) -> tuple[KeyState, Group]:
     found = find_group(ctx.state, args[1], args[2])
     if found is None:
-        raise groupview.nogroup(args[1], args[2])
+        raise errors.nogroup(args[1], args[2])
     return found
 
 
@@ -138,7 +138,7 @@ def _claim_options(args: list[bytes], j: int, now_ms: int) -> _ClaimOptions:
             j += 1
             opts.last_id = parse_id(args[j], 0)
         else:
-            raise groupview.xclaim_unrecognized(opt)
+            raise errors.xclaim_unrecognized(opt)
         j += 1
     if opts.delivery_time is None or not 0 <= opts.delivery_time <= now_ms:
         # Redis: no IDLE/TIME means now; a bogus one (negative, future) is quietly now too.

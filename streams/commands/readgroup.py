@@ -19,7 +19,6 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 
 from streams import errors
-from streams.commands import groupview
 from streams.commands.base import BlockRequest, Command, Context, Result, command
 from streams.commands.groupview import entry_reply, pel_keys_between
 from streams.commands.readargs import ReadArgs, parse_read_args
@@ -45,7 +44,7 @@ def _targets(ctx: Context, parsed: ReadArgs) -> list[Target]:
         ks = ctx.state.get(key)
         group = None if ks is None else ks.groups.get(parsed.group)
         if ks is None or group is None:
-            raise groupview.nogroup_readgroup(key, parsed.group)
+            raise errors.nogroup_readgroup(key, parsed.group)
         if raw == b"$":
             raise CommandError(errors.XREADGROUP_DOLLAR)
         after: StreamID | None = None

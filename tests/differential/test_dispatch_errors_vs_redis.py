@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from differential.redis_server import RedisServer
 
+from differential.redis_server import RedisServer
 from streams.commands.execute import run
 from streams.crdt.region import Region
 from streams.ids import IdMode

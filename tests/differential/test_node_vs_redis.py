@@ -39,6 +39,10 @@ Known deviations, left out of the comparison:
   item" like later versions.
 - `XTRIM MINID ~` while the last entry added to the key has been deleted: Redis compares with the
   deleted entry's ID still held in its radix-tree node; the step is sent to neither side.
+- XINFO STREAM's radix-tree-keys / radix-tree-nodes are estimated from the length (Redis's memory
+  layout has no counterpart here). For an empty stream that keeps groups, Redis shows 1 / 2 when
+  its last entries were trimmed while the node's last entry had been XDELed (the node stays),
+  where the estimate says 0 / 1; that one pair is accepted.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ from .redis_server import RawConnection, RedisServer
 T = TypeVar("T")
 CLOCK_SLACK_MS = 2000
 FUTURE_MS = 10**13
+MAX_ID = b"18446744073709551615-18446744073709551615"
 NKEYS = 3
 GROUPS = (b"g1", b"g2")
 CONSUMERS = (b"c1", b"c2", b"c3")
@@ -205,14 +210,11 @@ def xadd(draw: st.DrawFn) -> Command:
     if draw(st.integers(0, 7)) == 0:
         args.append(b"NOMKSTREAM")
     args += draw(trim_options(k, required=False))
-    args.append(
-        draw(
-            weighted(
-                (8, above_top(k)), (3, st.just(b"*")), (1, literal_id), (1, bad_id),
-                (1, st.sampled_from([b"0-*", b"5-*"])),
-            )
-        )
+    xadd_id: st.SearchStrategy[Arg] = weighted(
+        (8, above_top(k)), (3, st.just(b"*")), (1, literal_id), (1, bad_id),
+        (1, st.sampled_from([b"0-*", b"5-*"])),
     )
+    args.append(draw(xadd_id))
     pairs = draw(st.integers(1, 2))
     for _ in range(pairs):
         args += [draw(st.sampled_from([b"f", b"g", b""])), draw(st.binary(max_size=3))]
@@ -230,7 +232,7 @@ def xrange(draw: st.DrawFn) -> Command:
             (3, st.sampled_from([b"-", b"+"])),
             (3, valid_id(k)),
             (2, on_entry(k, ["(full", "(ms"])),
-            (1, st.sampled_from([b"(-", b"(+", b"(0-0", b"(18446744073709551615-18446744073709551615"])),
+            (1, st.sampled_from([b"(-", b"(+", b"(0-0", b"(" + MAX_ID])),
             (1, bad_id),
         )
 
@@ -273,7 +275,8 @@ def xread(draw: st.DrawFn) -> Command:
 @st.composite
 def xdel(draw: st.DrawFn) -> Command:
     k = draw(any_key_index)
-    return [draw(case("xdel")), Key(k)] + draw(st.lists(any_id(k), min_size=1, max_size=3))
+    head: Command = [draw(case("xdel")), Key(k)]
+    return head + draw(st.lists(any_id(k), min_size=1, max_size=3))
 
 
 @st.composite
@@ -351,7 +354,8 @@ def xreadgroup(draw: st.DrawFn) -> Command:
 def xack(draw: st.DrawFn) -> Command:
     k = draw(group_key)
     ids = draw(st.lists(any_id(k), min_size=1, max_size=3))
-    return [draw(case("xack")), Key(k), draw(group)] + ids
+    head: Command = [draw(case("xack")), Key(k), draw(group)]
+    return head + ids
 
 
 @st.composite
@@ -538,11 +542,11 @@ def dump(value: Value) -> bytes:
     if data is None:
         return b"_\r\n" if kind == b"_" else kind + b"-1\r\n"
     if kind in (b"+", b"-", b",", b"#", b"("):
-        return kind + data + b"\r\n"
+        return kind + bytes(data) + b"\r\n"
     if kind == b":":
         return b":%d\r\n" % data
     if kind in (b"$", b"="):
-        return kind + b"%d\r\n" % len(data) + data + b"\r\n"
+        return kind + b"%d\r\n" % len(data) + bytes(data) + b"\r\n"
     if kind in (b"*", b"~", b">"):
         return kind + b"%d\r\n" % len(data) + b"".join(dump(v) for v in data)
     assert kind == b"%"
@@ -749,6 +753,7 @@ class Differential:
             key = node_args[1]
             mine, their = parse(ours)[0].data, parse(theirs)[0].data
             if mine is not None and their is not None:
+                self._check_clock_pair(node_args, mine, their)
                 self.xlat.setdefault(key, {}).setdefault(mine, their)
                 self.last_added[key] = their
             return
@@ -760,6 +765,15 @@ class Differential:
                 if mine_id is not None and their_id is not None:
                     key = self.keys[arg.key]
                     self.xlat.setdefault(key, {}).setdefault(id_text(mine_id), id_text(their_id))
+
+    def _check_clock_pair(self, args: list[bytes], mine: bytes, their: bytes) -> None:
+        """Two different IDs for the same XADD may differ only as two clocks read at about the
+        same time do: in the millisecond part by at most CLOCK_SLACK_MS, and in the sequence."""
+        if mine == their:
+            return
+        mine_id, their_id = parse_id_text(mine), parse_id_text(their)
+        if mine_id is None or their_id is None or abs(mine_id[0] - their_id[0]) > CLOCK_SLACK_MS:
+            self.fail(f"{args!r}: node generated {mine!r}, redis {their!r}")
 
     def _translate(self, args: list[bytes], reply: Value) -> Value:
         """The node's reply with its clock IDs replaced by redis's, key by key."""
@@ -793,6 +807,8 @@ class Differential:
         for a, b in zip(clock_values(args, mine), clock_values(args, their), strict=False):
             if abs(a.data - b.data) <= CLOCK_SLACK_MS:
                 a.data = b.data
+        if [a.upper() for a in args[:2]] == [b"XINFO", b"STREAM"]:
+            _kept_empty_node(mine, their)
         return dump(mine) == theirs
 
     def _compare(self, args: list[bytes], ours: bytes, theirs: bytes) -> None:
@@ -829,6 +845,24 @@ class Differential:
                 if ours != theirs and not self._alike(probe, ours, theirs):
                     self.fail(f"after the step, {probe!r} differs:\n  node  {ours!r}\n"
                               f"  redis {theirs!r}")
+
+
+def _kept_empty_node(mine: Value, their: Value) -> None:
+    """An empty stream (it has groups, or it would be gone) shows radix-tree-keys 1 / nodes 2 in
+    Redis when its last entries were trimmed while the node's last entry had been XDELed before
+    (the node stays); our estimate from the length says 0 / 1, as for every other empty stream.
+    Accept exactly that pair."""
+    length = field_value(their, b"length")
+    if length is None or length.data != 0:
+        return
+    names = (b"radix-tree-keys", b"radix-tree-nodes")
+    mine_layout = [field_value(mine, name) for name in names]
+    their_layout = [field_value(their, name) for name in names]
+    shown = ([v.data for v in mine_layout if v], [v.data for v in their_layout if v])
+    if shown == ([0, 1], [1, 2]):
+        for m, t in zip(mine_layout, their_layout, strict=True):
+            assert m is not None and t is not None
+            m.data = t.data
 
 
 def PROBES(key: bytes) -> list[list[bytes]]:  # noqa: N802 (a table, read like a constant)
@@ -898,3 +932,63 @@ def test_node_replies_equal_redis_byte_for_byte(
         redis_conn.call([b"DEL", *keys])
         node_conn.close()
         redis_conn.close()
+
+
+# --- client bytes quoted in error texts ----------------------------------------------------------
+
+# Redis quotes names and options with `%s`: the text stops at a NUL byte, other bytes go out as
+# they came (UTF-8 or not). Each case runs on a fresh key of both servers.
+QUOTING_CASES: list[list[bytes]] = [
+    [b"XPENDING", b"{k}\x00z\xff", b"g\x00\xffy"],
+    [b"XPENDING", b"{k}\xffz", b"g\xffy"],
+    [b"XREADGROUP", b"GROUP", b"g\xff\x00y", b"c", b"STREAMS", b"{k}\xff", b">"],
+    [b"XINFO", b"CONSUMERS", b"{k}", b"g\xff\x00y"],
+    [b"XGROUP", b"SETID", b"{k}", b"g\xff\x00y", b"0"],
+    [b"XGROUP", b"CREATE", b"{k}", b"g", b"0", b"FOO\xff"],
+    [b"XINFO", b"STREAM", b"{k}", b"F\xffULL"],
+    [b"XCLAIM", b"{k}", b"g", b"c", b"0", b"0-1", b"\xff\x00"],
+    [b"XCLAIM", b"{k}", b"g", b"c", b"0", b"0-1", b"JUSTID", b"op\xfft\x00ion"],
+    [b"XAUTOCLAIM", b"{k}", b"g\x00x", b"c", b"0", b"0-0"],
+    [b"XACK", b"{k}", b"g\xff", b"0-1"],
+]
+SUBCOMMAND_CASES: list[list[bytes]] = [
+    [b"XGROUP", b"CREATE\x00\xffxx", b"{k}"],
+    [b"XINFO", b"STR\x00EAM", b"{k}"],
+    [b"XINFO", b"ST\xffREAM" + b"x" * 200, b"{k}"],
+]
+
+
+def _quoting_diffs(
+    node_port: int, redis_server: RedisServer, cases: list[list[bytes]]
+) -> list[str]:
+    node, redis = RawConnection(node_port), redis_server.connect()
+    wrong: list[str] = []
+    try:
+        for i, case_args in enumerate(cases):
+            key = b"q%d.%d:k" % (int(time.time()), i)
+            setup = [[b"XADD", key, b"0-1", b"f", b"v"], [b"XGROUP", b"CREATE", key, b"g", b"0"]]
+            for args in setup:
+                assert node.call(args) == redis.call(args)
+            args = [a.replace(b"{k}", key) for a in case_args]
+            ours, theirs = node.call(args), redis.call(args)
+            if ours != theirs:
+                wrong.append(f"{args!r}:\n  node  {ours!r}\n  redis {theirs!r}")
+            redis.call([b"DEL", key, key + b"\xff", key + b"\x00z\xff", key + b"\xffz"])
+    finally:
+        node.close()
+        redis.close()
+    return wrong
+
+
+def test_client_bytes_in_error_texts_are_quoted_as_redis_does(
+    node_port: int, redis_server: RedisServer
+) -> None:
+    wrong = _quoting_diffs(node_port, redis_server, QUOTING_CASES)
+    assert not wrong, "\n".join(wrong)
+
+
+def test_unknown_subcommand_quotes_client_bytes_as_redis_does(
+    node_port: int, redis_server: RedisServer
+) -> None:
+    wrong = _quoting_diffs(node_port, redis_server, SUBCOMMAND_CASES)
+    assert not wrong, "\n".join(wrong)

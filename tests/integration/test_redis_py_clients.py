@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio
-
 from differential.redis_server import RedisServer
+
 from topology.local import LocalTopology
 
 CLOCK_KEYS = frozenset({"idle", "time_since_delivered", "inactive"})
@@ -424,9 +424,9 @@ def test_resp3_maps_reach_redis_py_as_dicts(topology: LocalTopology) -> None:
         client.xgroup_create(key, "g", "0")
         read = client.xread({key: "0"})
         assert read == {key.encode(): [[(b"1-1", {b"f": b"v"})]]}
-        info = client.execute_command("XINFO", "STREAM", key)
+        info = client.execute_command("XINFO", "STREAM", key)  # type: ignore[no-untyped-call]
         assert isinstance(info, dict) and info[b"length"] == 1
-        groups = client.execute_command("XINFO", "GROUPS", key)
+        groups = client.execute_command("XINFO", "GROUPS", key)  # type: ignore[no-untyped-call]
         assert isinstance(groups[0], dict) and groups[0][b"name"] == b"g"
     finally:
         client.close()
