@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import itertools
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, TypeVar
@@ -965,7 +966,7 @@ def _quoting_diffs(
     wrong: list[str] = []
     try:
         for i, case_args in enumerate(cases):
-            key = b"q%d.%d:k" % (int(time.time()), i)
+            key = b"q%s.%d:k" % (uuid.uuid4().hex.encode(), i)
             setup = [[b"XADD", key, b"0-1", b"f", b"v"], [b"XGROUP", b"CREATE", key, b"g", b"0"]]
             for args in setup:
                 assert node.call(args) == redis.call(args)
