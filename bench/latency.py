@@ -100,7 +100,10 @@ def start_redis() -> tuple[subprocess.Popen[bytes], int, str]:
 
 
 def table(rows: dict[str, dict[str, dict[str, float]]]) -> list[str]:
-    lines = ["| command | server | p50 ms | p90 ms | p99 ms | mean ms |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| command | server | p50 ms | p90 ms | p99 ms | mean ms |",
+        "|---|---|---|---|---|---|",
+    ]
     for command in next(iter(rows.values())):
         for server, results in rows.items():
             r = results[command]

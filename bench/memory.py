@@ -54,8 +54,17 @@ def theirs(n: int) -> float:
         raise SystemExit("redis-server is not installed (scripts/setup.sh installs it)")
     port = free_port()
     proc = subprocess.Popen(
-        [exe, "--port", str(port), "--save", "", "--appendonly", "no",
-         "--dir", tempfile.mkdtemp(prefix="bench-mem-")],
+        [
+            exe,
+            "--port",
+            str(port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            tempfile.mkdtemp(prefix="bench-mem-"),
+        ],
         stdout=subprocess.DEVNULL,
     )
     try:
@@ -80,8 +89,10 @@ def main() -> int:
     args = parser.parse_args()
     per_entry, rate = ours(args.n)
     redis_per_entry = theirs(args.n)
-    print(f"{args.n:,} entries: streams core {per_entry:.0f} B/entry (apply {rate:,.0f} ops/s); "
-          f"redis-server {redis_per_entry:.0f} B/entry")
+    print(
+        f"{args.n:,} entries: streams core {per_entry:.0f} B/entry (apply {rate:,.0f} ops/s); "
+        f"redis-server {redis_per_entry:.0f} B/entry"
+    )
     return 0
 
 
