@@ -70,7 +70,7 @@ def bench_replication(topo: LocalTopology, n: int) -> dict[str, float]:
     for i in range(n):
         got: list[float] = []
 
-        def wait(after: bytes = last) -> None:
+        def wait(after: bytes = last, got: list[float] = got) -> None:
             reader.xread({"repl": after}, block=10000)
             got.append(time.perf_counter())
 
