@@ -47,6 +47,7 @@ Known deviations, left out of the comparison:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 import uuid
@@ -64,8 +65,11 @@ from streams.ids import U64_MAX, StreamID
 from topology.local import LocalTopology
 
 from .redis_server import RawConnection, RedisServer
+from .strategies import rarely as _rarely
+from .strategies import weighted
 
 T = TypeVar("T")
+rarely = functools.partial(_rarely, odds=6)  # this suite draws the rare branch 1 in 7
 CLOCK_SLACK_MS = 2000
 FUTURE_MS = 10**13
 MAX_ID = b"18446744073709551615-18446744073709551615"
@@ -102,15 +106,6 @@ Command = list[Arg]
 
 
 # --- strategies --------------------------------------------------------------------------------
-
-
-def weighted(*choices: tuple[int, st.SearchStrategy[T]]) -> st.SearchStrategy[T]:
-    pool = [strategy for weight, strategy in choices for _ in range(weight)]
-    return st.sampled_from(pool).flatmap(lambda strategy: strategy)
-
-
-def rarely(common: st.SearchStrategy[T], rare: st.SearchStrategy[T]) -> st.SearchStrategy[T]:
-    return weighted((6, common), (1, rare))
 
 
 def case(word: str) -> st.SearchStrategy[bytes]:

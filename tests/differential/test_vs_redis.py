@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import NoReturn, TypeVar
+from typing import NoReturn
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -56,8 +56,8 @@ from streams.ids import U64_MAX, IdMode, StreamID, parse_id
 from streams.resp.encode import encode
 
 from .redis_server import RawConnection, RedisServer
+from .strategies import rarely, weighted
 
-T = TypeVar("T")
 KEYS = (b"k1", b"k2", b"k3")
 OTHER_KEYS = KEYS + (b"nokey",)
 FUTURE_MS = 10**13
@@ -103,16 +103,6 @@ class Near:
 
 Arg = bytes | Near
 Command = list[Arg]
-
-def weighted(*choices: tuple[int, st.SearchStrategy[T]]) -> st.SearchStrategy[T]:
-    """Pick a strategy with the given weights (`one_of` is not uniform), the first simplest."""
-    pool = [strategy for weight, strategy in choices for _ in range(weight)]
-    return st.sampled_from(pool).flatmap(lambda strategy: strategy)
-
-
-def rarely(common: st.SearchStrategy[T], rare: st.SearchStrategy[T]) -> st.SearchStrategy[T]:
-    return weighted((5, common), (1, rare))
-
 
 BIG_MS = [2**63 - 1, 2**63, U64_MAX - 1, U64_MAX, FUTURE_MS, FUTURE_MS + 1]
 ms_value = st.one_of(st.integers(0, 6), st.integers(0, 6), st.sampled_from(BIG_MS))

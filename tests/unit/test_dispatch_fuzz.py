@@ -10,6 +10,7 @@ command asks for are issued and replicated to the other region, so applying them
 
 from __future__ import annotations
 
+from fuzz_words import OPTION_WORDS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,41 +36,6 @@ def _names() -> list[tuple[bytes, ...]]:
 
 NAMES = _names()
 
-WORDS = [
-    b"COUNT",
-    b"BLOCK",
-    b"STREAMS",
-    b"GROUP",
-    b"NOACK",
-    b"MAXLEN",
-    b"MINID",
-    b"LIMIT",
-    b"NOMKSTREAM",
-    b"JUSTID",
-    b"IDLE",
-    b"TIME",
-    b"RETRYCOUNT",
-    b"FORCE",
-    b"LASTID",
-    b"MKSTREAM",
-    b"ENTRIESREAD",
-    b"ENTRIESADDED",
-    b"MAXDELETEDID",
-    b"FULL",
-    b"MATCH",
-    b"TYPE",
-    b"~",
-    b"=",
-    b"$",
-    b">",
-    b"+",
-    b"-",
-    b"*",
-    b"stream",
-    b"HELP",
-    b"create",
-    b"destroy",
-]
 KEYS = [b"s", b"t", b"missing", b"g", b"c1", b"c2", b"new"]
 IDS = [
     b"0",
@@ -112,7 +78,7 @@ NUMBERS = [
 ]
 
 token = st.one_of(
-    st.sampled_from(WORDS),
+    st.sampled_from(OPTION_WORDS),
     st.sampled_from(KEYS),
     st.sampled_from(IDS),
     st.sampled_from(NUMBERS),
