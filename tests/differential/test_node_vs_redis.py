@@ -948,7 +948,9 @@ QUOTING_CASES: list[list[bytes]] = [
     [b"XACK", b"{k}", b"g\xff", b"0-1"],
 ]
 SUBCOMMAND_CASES: list[list[bytes]] = [
-    [b"XGROUP", b"CREATE\x00\xffxx", b"{k}"],
+    # Not `CREATE\x00...`: Redis hashes the whole name with a random seed but compares it as a C
+    # string, so a valid name before the NUL is found in about one bucket in eight (random).
+    [b"XGROUP", b"CRE\x00\xffATE", b"{k}"],
     [b"XINFO", b"STR\x00EAM", b"{k}"],
     [b"XINFO", b"ST\xffREAM" + b"x" * 200, b"{k}"],
 ]
