@@ -21,10 +21,12 @@ Guarantees:
   mirrored copy (that would loop records around the clusters); a source record that already carries
   `mirror.source` is refused as a configuration error.
 
-Tansu specifics handled here (see DESIGN.md section 9): the high watermark reported by ListOffsets
-is the last batch's base offset + 1, so resume reads from there to partition EOF to get the whole
-last batch; "caught up" is detected with partition EOF, not watermarks; topics are created
-explicitly with one partition; consumers use assign(), never a consumer group.
+Tansu specifics handled here (docs/architecture.md, "Tansu"): the high watermark reported by
+ListOffsets is the last batch's base offset + 1, so resume reads from there to partition EOF to
+get the whole last batch; "caught up" is detected with partition EOF, not watermarks; topics are
+created explicitly with one partition; consumers use assign(), never a consumer group; the source
+consumer's fetch wait follows `topology.kafka.FetchPacer` (short while copying, long when idle,
+doubled when the broker cannot assemble a fetch of a long log in time).
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 
 from topology.config import Topology, load
+from topology.kafka import MAX_RECORD_BYTES, EndTracker, FetchPacer, Pacing, consumer_config
 from topology.topics import TopicError, ensure_topics, mirrored_name, oplog_topic
 
 log = logging.getLogger("topology.mirror")
@@ -165,6 +168,8 @@ class Mirror:
         self._last_topic_check = 0.0
         self._fatal_client_error: KafkaError | None = None
         self._paused = False
+        self._pacer = FetchPacer(Pacing(), time.monotonic(), catching_up=False)
+        self._end = EndTracker()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None  # why the background thread gave up, if it did
@@ -282,29 +287,54 @@ class Mirror:
             if self._resume_floor is None or offset < self._resume_floor:
                 self._resume_floor = offset
 
-    def _new_consumer(self, bootstrap: str, purpose: str) -> Consumer:
-        return Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                # librdkafka requires a group id; it is never joined (assign()) nor committed.
-                "group.id": f"streams-mirror-{self.source_alias}-{self.region_name}",
+    def _new_consumer(self, bootstrap: str, purpose: str, wait_ms: int | None = None) -> Consumer:
+        config = consumer_config(
+            bootstrap,
+            f"streams-mirror-{self.source_alias}-{self.region_name}",
+            self._pacer.pacing.catch_up_ms if wait_ms is None else wait_ms,
+            **{
                 "client.id": f"mirror-{purpose}-{self.source_alias}-{self.region_name}",
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "isolation.level": "read_committed",
-                "enable.partition.eof": True,
                 # Never silently jump to the start or end of a log: that would re-copy or skip.
                 "auto.offset.reset": "error",
-                "fetch.wait.max.ms": 5,  # Tansu holds an empty fetch this long
                 "error_cb": self._on_error,
                 "logger": _kafka_log,
-            }
+            },
         )
+        return Consumer(config)
 
     def _source_consumer(self) -> Consumer:
         if self._consumer is None:
-            self._consumer = self._new_consumer(self.source_bootstrap, "source")
+            self._consumer = self._new_consumer(
+                self.source_bootstrap, "source", self._pacer.wait_ms
+            )
         return self._consumer
+
+    def _assign_source(self, consumer: Consumer, offset: int) -> None:
+        consumer.assign([TopicPartition(self.source_topic, 0, offset)])
+        self._end.assign((self.source_topic, 0), offset)
+
+    def _observe(self, consumer: Consumer, batch: list[Message[Any, Any]]) -> None:
+        """Feed one poll's events to the end tracker and the pacer; when the pacer asks for
+        another fetch wait, switch to a new source consumer at the next offset to copy."""
+        part = (self.source_topic, 0)
+        if part not in self._end.partitions:
+            return
+        delivered = set()
+        for message in batch:
+            error = message.error()
+            if error is None:
+                self._end.on_record(part, message.offset() or 0)
+                delivered.add(part)
+            elif error.code() == KafkaError._PARTITION_EOF:
+                self._end.on_eof(part, message.offset() or 0)
+        _low, high = consumer.get_watermark_offsets(TopicPartition(*part), cached=True)
+        self._end.on_high_watermark(part, high)
+        behind = {part} if self._end.behind(part) else set()
+        wait = self._pacer.observe(time.monotonic(), delivered, behind)
+        if wait is not None and consumer is self._consumer and self._next is not None:
+            self._consumer = None
+            consumer.close()
+            self._assign_source(self._source_consumer(), self._next)
 
     def _target_producer(self) -> Producer:
         if self._producer is None:
@@ -325,7 +355,7 @@ class Mirror:
                     # the target) instead of queueing for librdkafka's default five minutes.
                     "message.timeout.ms": 30000,
                     "linger.ms": 5,
-                    "message.max.bytes": 64 * 1024 * 1024,  # as the region writer
+                    "message.max.bytes": MAX_RECORD_BYTES,  # as the region writer
                     "on_delivery": self._on_delivery,
                     "error_cb": self._on_error,
                     "logger": _kafka_log,
@@ -390,7 +420,7 @@ class Mirror:
             self._resume_floor = None
             self._next = start
             log.info("%s: starting at source offset %d", self.name, self._next)
-        consumer.assign([TopicPartition(self.source_topic, 0, self._next)])
+        self._assign_source(consumer, self._next)
         return True
 
     def _source_exists(self, consumer: Consumer, deadline: float) -> bool:
@@ -600,6 +630,9 @@ class Mirror:
                     self._eof_offset = message.offset()
                 else:
                     self._consumer_error(error, message)
+            if consumer is self._consumer and self._next is not None:
+                self._observe(consumer, batch)  # after the batch was handled: _next is past it
+                consumer = self._source_consumer()
             if eof:
                 return
             if not batch:
@@ -608,9 +641,14 @@ class Mirror:
     def _drain_to_eof(self, deadline: float) -> int:
         consumer = self._source_consumer()
         # Re-assigning at the current position makes librdkafka emit a fresh EOF even when it
-        # already reported one and nothing new arrived since.
+        # already reported one and nothing new arrived since. A copy on demand is interactive:
+        # read with the short fetch wait.
         assert self._next is not None
-        consumer.assign([TopicPartition(self.source_topic, 0, self._next)])
+        if self._pacer.wake(time.monotonic()) is not None:
+            consumer.close()
+            self._consumer = None
+            consumer = self._source_consumer()
+        self._assign_source(consumer, self._next)
         producer = self._target_producer()
         count = 0
         for message in self._read_to_eof(consumer, deadline, "reading the source"):
@@ -635,6 +673,7 @@ class Mirror:
             elif error.code() != KafkaError._PARTITION_EOF:
                 self._consumer_error(error, message)
         producer.poll(0)
+        self._observe(consumer, batch)
         return count
 
     def _forward(self, producer: Producer, message: Message[Any, Any], deadline: float) -> None:

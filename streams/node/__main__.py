@@ -13,7 +13,7 @@ import signal
 import sys
 
 from streams.node.auth import AuthConfig
-from streams.node.node import RegionNode
+from streams.node.node import DEFAULT_CATCH_UP_TIMEOUT_S, RegionNode
 from topology.config import load
 
 
@@ -32,7 +32,7 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        await node.start()
+        await node.start(catch_up_timeout=args.catch_up_timeout)
     except Exception as exc:
         print(f"streams node {region}: cannot start: {exc}", file=sys.stderr)
         await node.stop()
@@ -49,7 +49,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--topology", required=True, help="topology TOML file")
     parser.add_argument("--region", required=True, help="region name, e.g. r1")
-    parser.add_argument("--log-level", default="WARNING")
+    parser.add_argument(
+        "--log-level", default="INFO", help="INFO (default) shows catch-up progress"
+    )
+    parser.add_argument(
+        "--catch-up-timeout",
+        type=float,
+        default=DEFAULT_CATCH_UP_TIMEOUT_S,
+        metavar="SECONDS",
+        help="give up starting when the op logs are not read to their end within this long "
+        f"(default {DEFAULT_CATCH_UP_TIMEOUT_S:g}); the error says how far each topic got",
+    )
     parser.add_argument(
         "--debug-clock",
         action="store_true",
@@ -76,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         "user is then disabled",
     )
     args = parser.parse_args(argv)
+    if not args.catch_up_timeout > 0:
+        parser.error(f"--catch-up-timeout must be positive, got {args.catch_up_timeout:g}")
     if args.port is not None and not 0 < args.port < 65536:
         parser.error(f"--port must be within 1..65535, got {args.port}")
     try:

@@ -3,10 +3,19 @@
 One consumer thread reads, with `assign()` at explicit offsets (every materializer reads
 everything, and a group join costs seconds), every `*.oplog` topic on the cluster (the region's
 own and the mirrored ones, under either MirrorMaker 2 naming) plus the region's own `.local`
-topic, and hands decoded batches to the node. "Caught up" is detected with partition-EOF events
-(Tansu's watermark query reports the last batch's base offset + 1, not the log end). A record
-that does not decode stops the materializer with its topic, partition and offset named: nothing
-is skipped silently.
+topic, and hands decoded batches to the node.
+
+"Caught up" (the node serves only after it) means every topic reported partition EOF at least
+once since start (`topology.kafka.EndTracker`: right in any order of records and EOF events, and
+on Tansu, whose high watermark is not the log end). The fetch wait follows
+`topology.kafka.FetchPacer`: long while reading the backlog, short while records flow, long again
+when idle, and doubled whenever the broker keeps answering without the records it has (Tansu's
+cost per fetch grows with a partition's history; a fixed 5 ms wait made a node with a few
+thousand transactions in its log unable to start). Changing the wait means a new librdkafka
+consumer, assigned where the old one stopped.
+
+A record that does not decode stops the materializer with its topic, partition and offset named:
+nothing is skipped silently.
 """
 
 from __future__ import annotations
@@ -16,19 +25,20 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from streams.crdt import ops
 from streams.ops.codec import DecodeError, decode
+from topology.kafka import EndTracker, FetchPacer, Pacing, Partition, consumer_config
 from topology.topics import is_oplog_topic
 
 log = logging.getLogger(__name__)
 
 TOPIC_REFRESH_S = 0.5
-FETCH_WAIT_MS = 5
-"""Tansu holds an empty fetch for the whole fetch.wait.max.ms (librdkafka's default is 500 ms),
-so the default would add ~250 ms to replication on average; a short wait costs a few idle polls."""
+PROGRESS_EVERY_S = 5.0
+POLL_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -62,38 +72,74 @@ class Materializer:
         on_error: Callable[[Exception], None],
         start_offsets: dict[str, int] | None = None,
         name: str = "materializer",
+        pacing: Pacing | None = None,
     ) -> None:
         self.bootstrap = bootstrap
         self.local_topic = local_topic
+        self.name = name
         self._on_batch = on_batch
         self._on_error = on_error
         self._start = dict(start_offsets or {})
-        self._config: dict[str, str | int | bool] = {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"streams-{name}",
-                "enable.auto.commit": False,
-                "enable.partition.eof": True,
-                "isolation.level": "read_committed",
-                "auto.offset.reset": "earliest",
-            "fetch.wait.max.ms": FETCH_WAIT_MS,
-            "log_level": 3,
-        }
-        self._consumer = Consumer(self._config)
-        self._assigned: set[str] = set()
-        self._at_eof: dict[str, bool] = {}
-        self.positions: dict[str, int] = {}
+        self._group_id = f"streams-{name}"
+        self.pacing = pacing or Pacing()
+        self._pacer = FetchPacer(self.pacing, time.monotonic())
+        self._consumer = self._new_consumer(self._pacer.wait_ms)
+        self._tracker = EndTracker()
+        self._tracker_lock = threading.Lock()
+        self.records_read = 0
         self.caught_up = threading.Event()
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.error: Exception | None = None
 
-    def read_to_end(self, topic: str, start: int, timeout: float = 10.0) -> Batch:
+    # --- what the node reads -------------------------------------------------------------------
+
+    @property
+    def positions(self) -> dict[str, int]:
+        """The next offset to read per topic (partition 0: op logs have one partition)."""
+        with self._tracker_lock:
+            return {t: s.position for (t, _p), s in self._tracker.partitions.items()}
+
+    @property
+    def fetch_wait_ms(self) -> int:
+        return self._pacer.wait_ms
+
+    def progress(self) -> str:
+        """Per topic: where reading is and where the end is, as far as known."""
+        with self._tracker_lock:
+            return self._tracker.describe()
+
+    # --- life cycle ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
+        try:
+            self._consumer.close()
+        except RuntimeError:
+            pass
+
+    def wake(self) -> None:
+        """Records are expected soon (a sync is under way): leave the idle fetch wait now."""
+        self._wake.set()
+
+    def wants(self, topic: str) -> bool:
+        return is_oplog_topic(topic) or topic == self.local_topic
+
+    def read_to_end(self, topic: str, start: int, timeout: float = 30.0) -> Batch:
         """Read one topic from `start` to its end with a separate consumer (blocking).
 
         The node uses it after a failed append to learn whether the op landed after all, without
         waiting for the main consumer, which reports nothing new on an idle log.
         """
-        consumer = Consumer({**self._config, "group.id": f"{self._config['group.id']}-reread"})
+        consumer = Consumer(
+            consumer_config(self.bootstrap, f"{self._group_id}-reread", self.pacing.catch_up_ms)
+        )
         consumer.assign([TopicPartition(topic, 0, start)])
         batch: Batch = []
         deadline = time.monotonic() + timeout
@@ -109,79 +155,119 @@ class Materializer:
                     if err.code() == KafkaError._PARTITION_EOF:
                         return batch
                     raise RuntimeError(f"reading {topic}: {err}")
-                offset = msg.offset() or 0
-                try:
-                    record = decode(msg.value())
-                except DecodeError as exc:
-                    raise CorruptRecord(topic, 0, offset, str(exc)) from exc
-                batch.append(Decoded(topic, 0, offset, record))
+                batch.append(self._decode(msg))
         finally:
             consumer.close()
 
-    def wants(self, topic: str) -> bool:
-        return is_oplog_topic(topic) or topic == self.local_topic
+    # --- the consumer thread -------------------------------------------------------------------
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)
-        try:
-            self._consumer.close()
-        except RuntimeError:
-            pass
+    def _new_consumer(self, wait_ms: int) -> Consumer:
+        return Consumer(consumer_config(self.bootstrap, self._group_id, wait_ms))
 
     def _refresh(self) -> None:
         metadata = self._consumer.list_topics(timeout=5)
-        new = [t for t in metadata.topics if self.wants(t) and t not in self._assigned]
-        if not new:
-            return
-        for topic in new:
-            self._assigned.add(topic)
-            self._at_eof[topic] = False
-            self.positions.setdefault(topic, self._start.get(topic, 0))
-        self._consumer.incremental_assign(
-            [TopicPartition(t, 0, self.positions[t]) for t in new]
-        )
-        self.caught_up.clear()
+        with self._tracker_lock:
+            new = [
+                t
+                for t in metadata.topics
+                if self.wants(t) and (t, 0) not in self._tracker.partitions
+            ]
+            for topic in new:
+                self._tracker.assign((topic, 0), self._start.get(topic, 0))
+        if new:
+            self._consumer.incremental_assign(
+                [TopicPartition(t, 0, self._start.get(t, 0)) for t in new]
+            )
+
+    def _repace(self, wait_ms: int) -> None:
+        """A new consumer with another fetch wait, assigned where reading stands."""
+        old = self._consumer
+        self._consumer = self._new_consumer(wait_ms)
+        old.close()
+        with self._tracker_lock:
+            where = [
+                TopicPartition(t, p, state.position)
+                for (t, p), state in self._tracker.partitions.items()
+            ]
+        if where:
+            self._consumer.assign(where)
+        log.debug("%s: fetch wait now %d ms", self.name, wait_ms)
+
+    def _decode(self, msg: Message[Any, Any]) -> Decoded:
+        topic = msg.topic() or ""
+        partition = msg.partition() or 0
+        offset = msg.offset() or 0
+        try:
+            record = decode(msg.value())
+        except DecodeError as exc:
+            raise CorruptRecord(topic, partition, offset, str(exc)) from exc
+        return Decoded(topic, partition, offset, record)
+
+    def _poll(self) -> tuple[Batch, set[Partition]]:
+        # consume(n, timeout) waits the whole timeout unless n records arrive: wait for one,
+        # then take what is already there.
+        first = self._consumer.poll(POLL_S)
+        messages = [] if first is None else [first, *self._consumer.consume(9999, 0)]
+        batch: Batch = []
+        delivered: set[Partition] = set()
+        with self._tracker_lock:
+            for msg in messages:
+                err = msg.error()
+                part = (msg.topic() or "", msg.partition() or 0)
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        self._tracker.on_eof(part, msg.offset() or 0)
+                    else:
+                        log.warning("%s: %s", self.name, err)
+                    continue
+                decoded = self._decode(msg)
+                batch.append(decoded)
+                delivered.add(part)
+                self._tracker.on_record(part, decoded.offset)
+            for part in self._tracker.partitions:
+                _low, high = self._consumer.get_watermark_offsets(
+                    TopicPartition(*part), cached=True
+                )
+                self._tracker.on_high_watermark(part, high)
+        return batch, delivered
 
     def _run(self) -> None:
         next_refresh = 0.0
+        next_progress = time.monotonic() + PROGRESS_EVERY_S
+        started = time.monotonic()
         try:
             while not self._stop.is_set():
                 now = time.monotonic()
                 if now >= next_refresh:
                     self._refresh()
                     next_refresh = now + TOPIC_REFRESH_S
-                # consume(n, timeout) waits the whole timeout unless n records arrive: wait for
-                # one, then take what is already there.
-                first = self._consumer.poll(0.05)
-                messages = [] if first is None else [first, *self._consumer.consume(999, 0)]
-                batch: Batch = []
-                for msg in messages:
-                    topic = msg.topic() or ""
-                    err = msg.error()
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            self._at_eof[topic] = True
-                            continue
-                        log.warning("materializer: %s", err)
-                        continue
-                    offset = msg.offset() or 0
-                    partition = msg.partition() or 0
-                    try:
-                        record = decode(msg.value())
-                    except DecodeError as exc:
-                        raise CorruptRecord(topic, partition, offset, str(exc)) from exc
-                    batch.append(Decoded(topic, partition, offset, record))
-                    self.positions[topic] = offset + 1
-                    self._at_eof[topic] = False
+                batch, delivered = self._poll()
+                self.records_read += len(batch)
                 if batch:
                     self._on_batch(batch)
-                if self._assigned and all(self._at_eof.values()) and not batch:
+                now = time.monotonic()
+                with self._tracker_lock:
+                    caught_up = self._tracker.caught_up()
+                    behind = {p for p in self._tracker.partitions if self._tracker.behind(p)}
+                if caught_up and not self.caught_up.is_set():
+                    self._pacer.caught_up(now)
                     self.caught_up.set()
+                    log.info(
+                        "%s: caught up: %d records in %.1f s", self.name, self.records_read,
+                        now - started,
+                    )
+                elif not self.caught_up.is_set() and now >= next_progress:
+                    next_progress = now + PROGRESS_EVERY_S
+                    log.info(
+                        "%s: catching up, %d records read in %.0f s: %s", self.name,
+                        self.records_read, now - started, self.progress(),
+                    )
+                wait = self._pacer.observe(now, delivered, behind)
+                if self._wake.is_set():
+                    self._wake.clear()
+                    wait = self._pacer.wake(now) or wait
+                if wait is not None:
+                    self._repace(wait)
         except Exception as exc:  # reported to the node, which refuses to go on silently
             self.error = exc
             log.error("%s", exc)

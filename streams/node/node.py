@@ -45,8 +45,14 @@ log = logging.getLogger(__name__)
 LOCAL_FLUSH_S = 0.05
 ACK_FLUSH_S = 0.1
 
+DEFAULT_CATCH_UP_TIMEOUT_S = 300.0
+
 Clock = Callable[[], float]
 Builtin = Callable[[Session, list[bytes]], Awaitable[Reply]]
+
+
+class CatchUpTimeout(TimeoutError):
+    """The node could not read its op logs to their end in time; the text says how far it got."""
 
 
 class RegionNode:
@@ -115,19 +121,32 @@ class RegionNode:
             return self._pinned_ms
         return int(self._clock() * 1000)
 
-    async def start(self, serve_resp: bool = True, catch_up_timeout: float = 120.0) -> None:
+    async def start(
+        self, serve_resp: bool = True, catch_up_timeout: float = DEFAULT_CATCH_UP_TIMEOUT_S
+    ) -> None:
+        """Read every op log to its end (the backlog), then serve.
+
+        Raises `CatchUpTimeout`, naming per topic how far reading got and where the end is,
+        when the backlog is not read within `catch_up_timeout` seconds.
+        """
         self._loop = asyncio.get_running_loop()
         await self._loop.run_in_executor(
             None, ensure_topics, self.config.bootstrap, [self.oplog, self.local]
         )
         await self._loop.run_in_executor(None, self.writer.start)
         self.materializer.start()
-        deadline = time.monotonic() + catch_up_timeout
+        started = time.monotonic()
+        deadline = started + catch_up_timeout
         while not self.materializer.caught_up.is_set():
             if self.fatal:
                 raise RuntimeError(self.fatal)
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{self.name}: did not catch up with the op logs in time")
+                raise CatchUpTimeout(
+                    f"{self.name}: did not catch up with the op logs within "
+                    f"{catch_up_timeout:g} s (--catch-up-timeout): "
+                    f"{self.materializer.records_read} records read, "
+                    f"{self.materializer.progress()}"
+                )
             await asyncio.sleep(0.01)
         await self._drain()
         self._tasks.append(asyncio.create_task(self._housekeeping()))
@@ -460,7 +479,9 @@ class RegionNode:
             return CommandError("ERR internal error, see the node's log")
 
     async def _crdt_flush(self, session: Session, args: list[bytes]) -> Reply:
-        """Log what is held back for coalescing (XACK effects, local ops) now; used by sync()."""
+        """Log what is held back for coalescing (XACK effects, local ops) now; used by sync(),
+        so the materializer also leaves its idle fetch wait: replicated ops come next."""
+        self.materializer.wake()
         try:
             await self._flush_local()
             count = await self.flush_ack_effects()

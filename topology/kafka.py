@@ -1,0 +1,214 @@
+"""Kafka consumer idioms shared by the materializer, the mirror and the tools that read op logs.
+
+Why a module of its own: reading an op log correctly on both the embedded Tansu broker and Apache
+Kafka takes three non-obvious rules, and every reader must follow all three.
+
+1. **How long a fetch may wait.** Apache Kafka answers a fetch as soon as it has data (long
+   polling). Tansu (the embedded broker, memory storage) holds an *empty* fetch for the whole
+   `fetch.wait.max.ms`, and its cost per fetch grows with the number of record batches in the
+   partition: when that cost exceeds the wait, the fetch comes back with **no records at all**,
+   only the high watermark. With the 5 ms wait used before, a topic holding about 6,000 one-op
+   transactions (12,000 offsets: each transaction adds a control batch) could never be read
+   again, so a restarted node never caught up. `FetchPacer` chooses the wait: long while
+   catching up or idle (cheap for the broker), short while records flow (low replication
+   latency), and doubled whenever a partition is behind its high watermark yet nothing arrives
+   (the broker ran out of time).
+2. **Where the end is.** Tansu reports `high watermark = last batch's base offset + 1`, not the
+   log end, and transaction control records take offsets that read_committed never delivers.
+   Partition-EOF events are right on both brokers: `EndTracker` says a partition is caught up
+   once an EOF was reported at or after everything delivered, whatever the order in which
+   records and EOF events arrive.
+3. **Fetch sizes.** Op records may be 64 MB (a 10 MB Redis value and more); the fetch limits
+   must let one record through and let catch-up take large steps.
+
+Everything here but `consumer_config` is pure (no Kafka calls, time passed in), so it is
+unit-tested with every interleaving of events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+"""The largest op record a writer sends; brokers, mirrors and readers must accept it."""
+
+FETCH_MAX_BYTES = 128 * 1024 * 1024
+"""One fetch may return this much: catch-up reads large steps, and one record always fits."""
+
+Partition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Pacing:
+    """The fetch waits (milliseconds) a reader uses; see the module docstring for why."""
+
+    active_ms: int = 10
+    """While records flow: new records are seen within about this long (Tansu)."""
+    idle_ms: int = 250
+    """Once nothing arrived for `idle_after_s`: an idle consumer costs Tansu about 1 % of a
+    core at 250 ms and 7 % at 5 ms; the first record after an idle spell waits up to this."""
+    idle_after_s: float = 2.0
+    catch_up_ms: int = 500
+    """While reading a backlog: the broker answers as soon as it has data, so a long wait costs
+    nothing then, and it gives Tansu time to find the records of a large partition."""
+    max_ms: int = 8000
+    """The wait never grows past this when a broker keeps running out of time."""
+
+
+def consumer_config(
+    bootstrap: str, group_id: str, wait_ms: int, **extra: str | int | bool | object
+) -> dict[str, object]:
+    """librdkafka settings for an op-log reader: assign() at explicit offsets (the group id is
+    required by librdkafka but never joined nor committed), read_committed, EOF events, fetch
+    limits that take the largest record, and the given fetch wait."""
+    config: dict[str, object] = {
+        "bootstrap.servers": bootstrap,
+        "group.id": group_id,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "enable.partition.eof": True,
+        "isolation.level": "read_committed",
+        "auto.offset.reset": "earliest",
+        "fetch.wait.max.ms": wait_ms,
+        "fetch.max.bytes": FETCH_MAX_BYTES,
+        "max.partition.fetch.bytes": FETCH_MAX_BYTES,
+        "receive.message.max.bytes": FETCH_MAX_BYTES + 1024 * 1024,
+        "log_level": 3,
+    }
+    config.update(extra)
+    return config
+
+
+@dataclass
+class PartitionEnd:
+    """What a reader knows about one partition's end."""
+
+    position: int
+    """The next offset to read (one past the last record delivered, or the assigned start)."""
+    eof_at: int | None = None
+    """Where the last partition-EOF event was reported, None since a later record."""
+    reached_end: bool = False
+    """An EOF was reported at least once since assignment (sticky: later records do not clear
+    it, so a reader of a log that keeps growing still finishes its catch-up)."""
+    high: int | None = None
+    """The broker's last reported high watermark (on Tansu only a lower bound of the end)."""
+
+
+@dataclass
+class EndTracker:
+    """Per-partition positions and ends, fed with the events of a consumer in order."""
+
+    partitions: dict[Partition, PartitionEnd] = field(default_factory=dict)
+
+    def assign(self, part: Partition, start: int) -> None:
+        self.partitions[part] = PartitionEnd(start)
+
+    def on_record(self, part: Partition, offset: int) -> None:
+        state = self.partitions[part]
+        state.position = max(state.position, offset + 1)
+        if state.eof_at is not None and offset >= state.eof_at:
+            state.eof_at = None  # the log grew past the end seen before
+
+    def on_eof(self, part: Partition, offset: int) -> None:
+        state = self.partitions[part]
+        state.eof_at = offset
+        state.reached_end = True
+        # Control records at the tail are never delivered: the end is where EOF says.
+        state.position = max(state.position, offset)
+
+    def on_high_watermark(self, part: Partition, high: int) -> None:
+        if high >= 0:
+            self.partitions[part].high = high
+
+    def at_end(self, part: Partition) -> bool:
+        return self.partitions[part].eof_at is not None
+
+    def caught_up(self) -> bool:
+        """Every assigned partition has reported its end at least once."""
+        return bool(self.partitions) and all(p.reached_end for p in self.partitions.values())
+
+    def behind(self, part: Partition) -> bool:
+        """The broker said there is more than what was delivered, and no EOF since."""
+        state = self.partitions[part]
+        return state.eof_at is None and state.high is not None and state.high > state.position
+
+    def describe(self) -> str:
+        """'topic[p] at 120 of 300, ...' for progress lines and timeout errors."""
+        parts = []
+        for (topic, partition), state in sorted(self.partitions.items()):
+            name = topic if partition == 0 else f"{topic}[{partition}]"
+            if state.reached_end and state.eof_at is not None:
+                parts.append(f"{name} at its end ({state.position})")
+            elif state.high is not None and state.high > state.position:
+                parts.append(f"{name} at {state.position} of at least {state.high}")
+            elif state.reached_end:
+                parts.append(f"{name} at {state.position} (end reached, more since)")
+            else:
+                parts.append(f"{name} at {state.position}, end not seen yet")
+        return ", ".join(parts) if parts else "no topic assigned yet"
+
+
+class FetchPacer:
+    """Chooses the fetch wait from what the consumer sees (pure: time is passed in).
+
+    Modes: `catch_up` until the caller says the backlog is read, then `active` while records
+    flow and `idle` after `idle_after_s` without any. Independently of the mode, a partition
+    that stays behind its high watermark for two waits without delivering anything means the
+    broker could not assemble the fetch in time: the wait doubles (up to `max_ms`) and that
+    doubled wait becomes the floor for every mode from then on.
+    """
+
+    def __init__(self, pacing: Pacing, now: float, catching_up: bool = True) -> None:
+        self.pacing = pacing
+        self.catching_up = catching_up
+        self.floor_ms = 0
+        self._last_data = now
+        self._behind_since: dict[Partition, float] = {}
+        self.wait_ms = self._target(now)
+
+    def _target(self, now: float) -> int:
+        p = self.pacing
+        if self.catching_up:
+            base = p.catch_up_ms
+        elif now - self._last_data >= p.idle_after_s:
+            base = p.idle_ms
+        else:
+            base = p.active_ms
+        return min(p.max_ms, max(base, self.floor_ms))
+
+    def caught_up(self, now: float) -> None:
+        self.catching_up = False
+        self._last_data = now
+
+    def wake(self, now: float) -> int | None:
+        """Records are expected now (a copy on demand, a sync): leave the idle wait at once.
+        Returns the new wait when it changed."""
+        self._last_data = now
+        target = self._target(now)
+        if target == self.wait_ms:
+            return None
+        self.wait_ms = target
+        return target
+
+    def observe(
+        self, now: float, delivered: set[Partition], behind: set[Partition]
+    ) -> int | None:
+        """After one poll: `delivered` are the partitions that returned records, `behind` those
+        the tracker says are behind. Returns the new wait when it should change, else None."""
+        if delivered:
+            self._last_data = now
+        for part in delivered:
+            self._behind_since.pop(part, None)
+        for part in list(self._behind_since):
+            if part not in behind:
+                del self._behind_since[part]
+        for part in behind - delivered:
+            since = self._behind_since.setdefault(part, now)
+            if now - since > 2 * self.wait_ms / 1000 + 0.1 and self.wait_ms < self.pacing.max_ms:
+                self.floor_ms = min(self.pacing.max_ms, max(self.floor_ms, self.wait_ms * 2))
+                self._behind_since = {p: now for p in self._behind_since}
+        target = self._target(now)
+        if target == self.wait_ms:
+            return None
+        self.wait_ms = target
+        return target
