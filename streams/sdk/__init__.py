@@ -1,0 +1,211 @@
+"""The producer/consumer SDK, synchronous face (the asyncio one is `streams.sdk.aio`).
+
+    from streams.sdk import Producer, GroupConsumer
+
+    endpoints = ["redis://127.0.0.1:6380", "redis://127.0.0.1:6381"]
+    Producer(endpoints, "orders").send({"order": "42"})
+
+    def handle(entry_id: str, fields: dict[bytes, bytes]) -> None:
+        ...  # return: ack; raise: retry later (Retry / DeadLetter for explicit outcomes)
+
+    GroupConsumer(endpoints, "orders", "billing", "worker-1", handle,
+                  dead_letter="orders:dead").run()     # until stop()
+
+Each class here is a thin wrapper: it builds its asyncio twin and runs its coroutines on a private
+event-loop thread (`streams.sdk.portal`), so both faces share one implementation. See
+docs/sdk.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from streams.sdk import aio
+from streams.sdk.checkpoint import CheckpointHandler, CheckpointStore, CheckpointTx, SQLiteStore
+from streams.sdk.consumer import DEAD_LETTER_FIELDS, Handler
+from streams.sdk.endpoints import Endpoints
+from streams.sdk.errors import DeadLetter, NoHealthyEndpoint, Retry, SdkError, is_transient
+from streams.sdk.metrics import CountingMetrics, Metrics
+from streams.sdk.portal import Portal
+from streams.sdk.producer import IDK_FIELD, Fields
+
+__all__ = [
+    "DEAD_LETTER_FIELDS",
+    "IDK_FIELD",
+    "CheckpointConsumer",
+    "CheckpointStore",
+    "CheckpointTx",
+    "CountingMetrics",
+    "DeadLetter",
+    "GroupConsumer",
+    "Handler",
+    "Metrics",
+    "NoHealthyEndpoint",
+    "Producer",
+    "Retry",
+    "SQLiteStore",
+    "SdkError",
+    "is_transient",
+]
+
+
+class Producer:
+    """`streams.sdk.aio.Producer`, blocking: see there for the keyword options."""
+
+    def __init__(
+        self,
+        endpoints: Endpoints,
+        stream: str,
+        *,
+        maxlen: int | None = None,
+        approximate: bool = True,
+        **options: Any,
+    ) -> None:
+        self._portal = Portal(f"streams-sdk-producer-{stream}")
+        self.aio = aio.Producer(endpoints, stream, maxlen=maxlen, approximate=approximate,
+                                **options)
+
+    def send(self, fields: Fields, *, idempotency_key: str | bytes | None = None) -> str:
+        """XADD one entry (retried, failing over); returns its ID."""
+        return self._portal.call(self.aio.send(fields, idempotency_key=idempotency_key))
+
+    def send_many(
+        self,
+        entries: Iterable[Fields],
+        *,
+        idempotency_keys: Iterable[str | bytes | None] | None = None,
+    ) -> list[str]:
+        """XADD many entries in pipelined batches; returns their IDs in order."""
+        return self._portal.call(self.aio.send_many(entries, idempotency_keys=idempotency_keys))
+
+    @property
+    def retries(self) -> int:
+        return self.aio.retries
+
+    def close(self) -> None:
+        try:
+            self._portal.call(self.aio.close())
+        finally:
+            self._portal.close()
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class GroupConsumer:
+    """`streams.sdk.aio.GroupConsumer`, blocking. A plain handler runs in a worker thread."""
+
+    def __init__(
+        self,
+        endpoints: Endpoints,
+        stream: str,
+        group: str,
+        consumer: str,
+        handler: Handler,
+        *,
+        count: int = 10,
+        block_ms: int = 2000,
+        claim_idle_ms: int = 30000,
+        max_deliveries: int | None = 5,
+        dead_letter: str | None = None,
+        **options: Any,
+    ) -> None:
+        self._portal = Portal(f"streams-sdk-consumer-{consumer}")
+        self.aio = aio.GroupConsumer(
+            endpoints, stream, group, consumer, handler, count=count, block_ms=block_ms,
+            claim_idle_ms=claim_idle_ms, max_deliveries=max_deliveries,
+            dead_letter=dead_letter, **options,
+        )
+
+    def run(self) -> None:
+        """Handle entries until `stop()` (another thread, a signal handler) or Ctrl-C; the
+        current entry is finished first."""
+        future = self._portal.submit(self.aio.run())
+        try:
+            future.result()
+        except KeyboardInterrupt:
+            self.aio.stop()
+            future.result()
+
+    def run_once(self) -> int:
+        """One step: returns how many entries it handled."""
+        return self._portal.call(self.aio.run_once())
+
+    def stop(self) -> None:
+        self.aio.stop()
+
+    @property
+    def endpoint(self) -> str:
+        return self.aio.endpoint
+
+    def close(self) -> None:
+        self.aio.stop()
+        try:
+            self._portal.call(self.aio.close())
+        finally:
+            self._portal.close()
+
+    def __enter__(self) -> GroupConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class CheckpointConsumer:
+    """`streams.sdk.aio.CheckpointConsumer`, blocking (seed 002's checkpointing consumer)."""
+
+    def __init__(
+        self,
+        endpoint: Endpoints,
+        stream: str,
+        name: str,
+        handler: CheckpointHandler,
+        store: CheckpointStore | None = None,
+        **options: Any,
+    ) -> None:
+        self._portal = Portal(f"streams-sdk-checkpoint-{name}")
+        self.aio = aio.CheckpointConsumer(endpoint, stream, name, handler, store, **options)
+
+    @property
+    def store(self) -> CheckpointStore:
+        return self.aio.store
+
+    @property
+    def checkpoint(self) -> str | None:
+        return self.aio.checkpoint
+
+    @property
+    def skipped(self) -> int:
+        return self.aio.skipped
+
+    def run(self) -> None:
+        future = self._portal.submit(self.aio.run())
+        try:
+            future.result()
+        except KeyboardInterrupt:
+            self.aio.stop()
+            future.result()
+
+    def run_once(self) -> int:
+        return self._portal.call(self.aio.run_once())
+
+    def stop(self) -> None:
+        self.aio.stop()
+
+    def close(self) -> None:
+        self.aio.stop()
+        try:
+            self._portal.call(self.aio.close())
+        finally:
+            self._portal.close()
+
+    def __enter__(self) -> CheckpointConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

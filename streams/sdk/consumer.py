@@ -1,0 +1,489 @@
+"""The asyncio consumer-group loop: at-least-once handling that survives a region going away.
+
+One loop step (`run_once`), in this order:
+
+1. every `metrics_interval_s`: report lag and pending (XINFO GROUPS, XPENDING summary);
+2. when due: one page of the reclaim sweep, `XAUTOCLAIM ... <cursor> COUNT n JUSTID` for entries
+   idle longer than `claim_idle_ms` in any consumer (dead or stuck ones). The cursor is kept
+   between steps and the sweep restarts only after a full pass and `claim_idle_ms / 2`, so a large
+   PEL is walked a page at a time instead of rescanned (no hot loop, no duplicate claims of
+   the same page). JUSTID moves ownership without counting a delivery: the count goes up
+   when step 3 actually hands the entry to the handler again;
+3. when due: this consumer's own pending entries (its PEL: what `XREADGROUP ... 0` returns). Each
+   is either dead-lettered (delivered `max_deliveries` times already) or claimed again with
+   XCLAIM, which counts the delivery, and handled. Entries that failed here wait `retry_ms` (or
+   the `Retry(after_ms)` the handler raised) first;
+4. otherwise new entries: `XREADGROUP ... BLOCK block_ms ... >`.
+
+An entry is acked after its handler returns. While a handler runs longer than a third of
+`claim_idle_ms`, a lease task renews the claim (`XCLAIM ... 0 <id> JUSTID` while this consumer
+still owns it), so a slow handler is not reclaimed and run twice (taskiq-redis#101).
+
+Regions: consumer groups exist in every region but each region's PEL is its own (seed 000), and
+only consecutive acks replicate. When the serving endpoint fails, the consumer moves to the next
+one and goes on; there `>` returns everything above the replicated acks: entries read but not
+acked (or whose acks had not replicated) come again, none is skipped. The consumer remembers the
+IDs and idempotency keys it handled recently (`dedupe_size`) and acks such a re-delivery without
+calling the handler again; a re-delivery to another consumer of the group is a duplicate the
+handler sees (at-least-once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import redis.exceptions
+
+from streams.sdk.endpoints import Endpoint, Endpoints, EndpointSet, cmd
+from streams.sdk.errors import DeadLetter, Retry, SdkError, is_transient
+from streams.sdk.lru import BoundedSet
+from streams.sdk.metrics import Metrics
+from streams.sdk.producer import IDK_FIELD
+
+log = logging.getLogger("streams.sdk.consumer")
+
+Handler = Callable[[str, dict[bytes, bytes]], Awaitable[None] | None]
+"""`handler(entry_id, fields)`: return to ack; raise to fail (see streams.sdk.errors)."""
+
+DEAD_LETTER_FIELDS = ("_dl_id", "_dl_stream", "_dl_group", "_dl_consumer", "_dl_error",
+                      "_dl_attempts", "_dl_region")
+"""Fields added to the original entry's fields in the dead-letter stream."""
+
+
+def parse_fields(flat: list[bytes] | None) -> dict[bytes, bytes]:
+    if not flat:
+        return {}
+    return {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class GroupConsumer:
+    """Consumes `stream` as `consumer` of `group` (see the module docstring for the loop)."""
+
+    def __init__(
+        self,
+        endpoints: Endpoints,
+        stream: str,
+        group: str,
+        consumer: str,
+        handler: Handler,
+        *,
+        count: int = 10,
+        block_ms: int = 2000,
+        claim_idle_ms: int = 30000,
+        max_deliveries: int | None = 5,
+        dead_letter: str | None = None,
+        retry_ms: int = 1000,
+        start_id: str = "0",
+        metrics: Metrics | None = None,
+        metrics_interval_s: float = 5.0,
+        dedupe_size: int = 100_000,
+        timeout_s: float = 5.0,
+        down_s: float = 1.0,
+    ) -> None:
+        for name, value in (("stream", stream), ("group", group), ("consumer", consumer)):
+            if not isinstance(value, str) or not value:
+                raise SdkError(f"{name} must be a non-empty string")
+        if not callable(handler):
+            raise SdkError("handler must be callable as handler(entry_id, fields)")
+        if count < 1:
+            raise SdkError("count must be >= 1")
+        if block_ms < 1:
+            raise SdkError("block_ms must be >= 1 (0 would block forever and never see stop())")
+        if claim_idle_ms < 1:
+            raise SdkError("claim_idle_ms must be >= 1")
+        if max_deliveries is not None and max_deliveries < 1:
+            raise SdkError("max_deliveries must be >= 1, or None to retry forever")
+        if dead_letter == stream:
+            raise SdkError("the dead-letter stream must differ from the consumed stream")
+        self.endpoints = EndpointSet(
+            endpoints, timeout_s=timeout_s + block_ms / 1000, down_s=down_s
+        )
+        self.stream = stream
+        self.group = group
+        self.consumer = consumer
+        self.handler = handler
+        self.count = count
+        self.block_ms = block_ms
+        self.claim_idle_ms = claim_idle_ms
+        self.max_deliveries = max_deliveries
+        self.dead_letter = dead_letter
+        self.retry_ms = retry_ms
+        self.start_id = start_id
+        self.metrics = metrics or Metrics()
+        self.metrics_interval_s = metrics_interval_s
+        self.lease_s = claim_idle_ms / 3000
+        self._is_async = inspect.iscoroutinefunction(handler)
+        self._ep = self.endpoints.endpoints[0]
+        self._ready: set[str] = set()  # endpoint URLs where the group is known to exist
+        self._cursor = "0-0"
+        self._next_sweep = 0.0
+        self._pending_due = 0.0
+        self._next_metrics = 0.0
+        self._not_before: dict[str, float] = {}
+        self._errors: dict[str, str] = {}
+        self._done: BoundedSet[bytes] = BoundedSet(dedupe_size)
+        self._seen: BoundedSet[str] = BoundedSet(dedupe_size)
+        self._stop_requested = False
+        self._stop_event: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._handled = 0
+        self._lock = threading.Lock()
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    @property
+    def endpoint(self) -> str:
+        """The URL of the endpoint the consumer reads from now."""
+        return self._ep.url
+
+    def stop(self) -> None:
+        """Ask `run()` to return after the entry in hand; safe from any thread or a signal
+        handler. Entries read but not handled yet are handed back (made reclaimable now)."""
+        self._stop_requested = True
+        loop, event = self._loop, self._stop_event
+        if loop is not None and event is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(event.set)
+            except RuntimeError:  # the loop closed meanwhile: nothing to wake
+                pass
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop_requested
+
+    def _bind_loop(self) -> asyncio.Event:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop or self._stop_event is None:
+            self._loop = loop
+            self._stop_event = asyncio.Event()
+        if self._stop_requested:
+            self._stop_event.set()
+        return self._stop_event
+
+    async def run(self) -> None:
+        """Handle entries until `stop()`; then return (the current entry is finished)."""
+        self._bind_loop()
+        log.info("consumer %s/%s/%s starts on %s", self.stream, self.group, self.consumer,
+                 self._ep.url)
+        while not self._stop_requested:
+            await self.run_once()
+        log.info("consumer %s/%s/%s stopped", self.stream, self.group, self.consumer)
+
+    async def run_once(self) -> int:
+        """One step of the loop (module docstring); returns how many entries it handled.
+
+        A transient failure of the endpoint moves the consumer to the next one; the step then
+        returns what it had handled so far."""
+        self._bind_loop()
+        self._handled = 0
+        ep = self._ep
+        try:
+            await self._ensure_group(ep)
+            await self._step(ep)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            await self._fail_over(ep, exc)
+        return self._handled
+
+    async def close(self) -> None:
+        await self.endpoints.close()
+
+    async def __aenter__(self) -> GroupConsumer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- the step ----------------------------------------------------------------------------
+
+    async def _step(self, ep: Endpoint) -> None:
+        now = time.monotonic()
+        if now >= self._next_metrics:
+            await self._report(ep)
+        if now >= self._next_sweep:
+            await self._sweep(ep)
+        if time.monotonic() >= self._pending_due:
+            await self._own_pending(ep)
+            if self._handled:
+                return
+        if not self._stop_requested:
+            await self._read_new(ep)
+
+    async def _ensure_group(self, ep: Endpoint) -> None:
+        if ep.url in self._ready:
+            return
+        try:
+            await cmd(ep.client,
+                "XGROUP", "CREATE", self.stream, self.group, self.start_id, "MKSTREAM"
+            )
+            log.info("created group %s on %s at %s", self.group, self.stream, self.start_id)
+        except redis.exceptions.ResponseError as exc:
+            if not str(exc).startswith("BUSYGROUP"):
+                raise
+        self._ready.add(ep.url)
+
+    async def _fail_over(self, ep: Endpoint, exc: BaseException) -> None:
+        self.endpoints.mark_down(ep, exc)
+        self._ready.discard(ep.url)
+        nxt = self.endpoints.next_after(ep)
+        if nxt is ep:
+            await asyncio.sleep(min(self.endpoints.down_s, 0.5))  # nowhere else to go
+            return
+        log.warning("consumer %s moves from %s to %s (%s)", self.consumer, ep.url, nxt.url, exc)
+        self.metrics.failover(ep.url, nxt.url)
+        self._ep = nxt
+        # The new region has its own PEL and its own sweep position.
+        self._cursor = "0-0"
+        self._next_sweep = 0.0
+        self._pending_due = 0.0
+
+    async def _report(self, ep: Endpoint) -> None:
+        self._next_metrics = time.monotonic() + self.metrics_interval_s
+        lag: int | None = None
+        try:
+            groups = await cmd(ep.client, "XINFO", "GROUPS", self.stream)
+            for flat in groups or []:
+                info = {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
+                if info.get(b"name") == self.group.encode():
+                    value = info.get(b"lag")
+                    lag = int(value) if isinstance(value, int | bytes) else None
+            summary = await cmd(ep.client, "XPENDING", self.stream, self.group)
+        except redis.exceptions.ResponseError as exc:
+            log.debug("metrics unavailable: %s", exc)
+            return
+        self.metrics.lag(lag, int(summary[0]) if summary else 0)
+
+    async def _sweep(self, ep: Endpoint) -> None:
+        reply = await cmd(ep.client,
+            "XAUTOCLAIM", self.stream, self.group, self.consumer, self.claim_idle_ms,
+            self._cursor, "COUNT", self.count, "JUSTID",
+        )
+        self._cursor = _text(reply[0])
+        claimed = [_text(i) for i in reply[1]]
+        if claimed:
+            log.info("%s reclaimed %d idle entries: %s", self.consumer, len(claimed),
+                     ", ".join(claimed[:5]))
+            for entry_id in claimed:
+                self._not_before.pop(entry_id, None)
+            self._pending_due = 0.0
+        if self._cursor in ("0-0", "0"):
+            self._cursor = "0-0"
+            self._next_sweep = time.monotonic() + self.claim_idle_ms / 2000
+        # else: the next step sweeps the next page
+
+    async def _own_pending(self, ep: Endpoint) -> None:
+        page = self.count * 10
+        rows = await cmd(ep.client,
+            "XPENDING", self.stream, self.group, "-", "+", page, self.consumer
+        )
+        now = time.monotonic()
+        waiting = [self._not_before[i] for i in (_text(r[0]) for r in rows)
+                   if self._not_before.get(i, 0.0) > now]
+        due = [r for r in rows if self._not_before.get(_text(r[0]), 0.0) <= now][: self.count]
+        if not due:
+            self._pending_due = min(waiting) if waiting else now + self.claim_idle_ms / 1000
+            return
+        again: dict[str, int] = {}
+        for row in due:
+            entry_id, deliveries = _text(row[0]), int(row[3])
+            if self.max_deliveries is not None and deliveries >= self.max_deliveries:
+                error = self._errors.get(entry_id, "unknown (the consumer holding it stopped)")
+                await self._dead_letter(ep, entry_id, None, deliveries, error)
+                self._handled += 1
+            else:
+                again[entry_id] = deliveries
+        if again:
+            entries = await cmd(ep.client,
+                "XCLAIM", self.stream, self.group, self.consumer, 0, *again
+            )
+            for raw_id, flat in entries:
+                entry_id = _text(raw_id)
+                if self._stop_requested:
+                    break
+                attempt = again[entry_id] + 1
+                self.metrics.redelivered(entry_id, attempt)
+                await self._handle(ep, entry_id, parse_fields(flat), attempt)
+            for entry_id in again:
+                if entry_id not in {_text(e[0]) for e in entries}:
+                    self._not_before.pop(entry_id, None)  # deleted: XCLAIM dropped it
+        if len(rows) >= page:
+            self._pending_due = now  # more than a page pending: look again next step
+            return
+        mine = {_text(r[0]) for r in rows}
+        for entry_id in [i for i in self._not_before if i not in mine]:
+            del self._not_before[entry_id]  # acked, reclaimed by another consumer, or deleted
+        self._pending_due = min(
+            self._not_before.values(), default=time.monotonic() + self.claim_idle_ms / 1000
+        )
+
+    async def _read_new(self, ep: Endpoint) -> None:
+        now = time.monotonic()
+        wake = min(self._pending_due, self._next_sweep, self._next_metrics)
+        block = max(1, min(self.block_ms, int((wake - now) * 1000)))
+        stop = self._bind_loop()
+        read = asyncio.ensure_future(cmd(ep.client,
+            "XREADGROUP", "GROUP", self.group, self.consumer, "COUNT", self.count,
+            "BLOCK", block, "STREAMS", self.stream, ">",
+        ))
+        stopper = asyncio.ensure_future(stop.wait())
+        try:
+            done, _ = await asyncio.wait({read, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+        if read not in done:
+            read.cancel()  # stop(): entries this read may have been given stay in our PEL
+            try:
+                await read
+            except (asyncio.CancelledError, Exception):
+                pass
+            return
+        reply = read.result()
+        if not reply:
+            return
+        entries = reply[0][1]
+        for n, (raw_id, flat) in enumerate(entries):
+            entry_id = _text(raw_id)
+            if self._stop_requested:
+                await self._hand_back(ep, [_text(e[0]) for e in entries[n:]])
+                return
+            attempt = 1
+            if entry_id in self._seen:
+                attempt = 2
+                self.metrics.redelivered(entry_id, attempt)
+            await self._handle(ep, entry_id, parse_fields(flat), attempt)
+
+    async def _hand_back(self, ep: Endpoint, ids: list[str]) -> None:
+        """Make entries read but not handled claimable by the others at once."""
+        if ids:
+            await cmd(ep.client,
+                "XCLAIM", self.stream, self.group, self.consumer, 0, *ids,
+                "IDLE", self.claim_idle_ms, "JUSTID",
+            )
+            log.info("%s handed back %d unhandled entries", self.consumer, len(ids))
+
+    # --- one entry ---------------------------------------------------------------------------
+
+    async def _handle(
+        self, ep: Endpoint, entry_id: str, fields: dict[bytes, bytes], attempt: int
+    ) -> None:
+        self._seen.add(entry_id)
+        idk = fields.get(IDK_FIELD)
+        if b"id:" + entry_id.encode() in self._done or (idk and b"idk:" + idk in self._done):
+            await self._ack(ep, entry_id)
+            self.metrics.duplicate_skipped(entry_id)
+            self._handled += 1
+            return
+        started = time.perf_counter()
+        lease = asyncio.ensure_future(self._renew(ep, entry_id))
+        try:
+            await self._call_handler(entry_id, fields)
+        except Retry as exc:
+            self._failed(entry_id, exc, exc.after_ms)
+            self._handled += 1
+            return
+        except DeadLetter as exc:
+            await self._dead_letter(ep, entry_id, fields, attempt, f"DeadLetter: {exc}")
+            self._handled += 1
+            return
+        except Exception as exc:
+            self._failed(entry_id, exc, self.retry_ms)
+            if self.max_deliveries is not None and attempt >= self.max_deliveries:
+                await self._dead_letter(ep, entry_id, fields, attempt, self._errors[entry_id])
+            self._handled += 1
+            return
+        finally:
+            lease.cancel()
+        self._done.add(b"id:" + entry_id.encode())
+        if idk:
+            self._done.add(b"idk:" + idk)
+        self._handled += 1
+        await self._ack(ep, entry_id)
+        self._not_before.pop(entry_id, None)
+        self._errors.pop(entry_id, None)
+        self.metrics.processed(entry_id, time.perf_counter() - started)
+
+    async def _call_handler(self, entry_id: str, fields: dict[bytes, bytes]) -> None:
+        if self._is_async:
+            result = self.handler(entry_id, fields)
+        else:
+            result = await asyncio.to_thread(self.handler, entry_id, fields)
+        if inspect.isawaitable(result):
+            await result
+
+    def _failed(self, entry_id: str, exc: BaseException, delay_ms: int) -> None:
+        self._errors[entry_id] = f"{type(exc).__name__}: {exc}"
+        due = time.monotonic() + delay_ms / 1000
+        self._not_before[entry_id] = due
+        self._pending_due = min(self._pending_due, due)
+        log.debug("handler failed on %s: %r", entry_id, exc)
+        self.metrics.failed(entry_id, exc)
+
+    async def _ack(self, ep: Endpoint, entry_id: str) -> None:
+        await cmd(ep.client, "XACK", self.stream, self.group, entry_id)
+
+    async def _renew(self, ep: Endpoint, entry_id: str) -> None:
+        """Keep the claim fresh while the handler runs (cancelled when it returns)."""
+        while True:
+            await asyncio.sleep(self.lease_s)
+            try:
+                rows = await cmd(ep.client,
+                    "XPENDING", self.stream, self.group, entry_id, entry_id, 1
+                )
+                if not rows or rows[0][1] != self.consumer.encode():
+                    log.warning("%s lost %s to another consumer while handling it",
+                                self.consumer, entry_id)
+                    return
+                await cmd(ep.client,
+                    "XCLAIM", self.stream, self.group, self.consumer, 0, entry_id, "JUSTID"
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the loop notices a dead endpoint itself
+                log.warning("lease renewal of %s failed: %s", entry_id, exc)
+
+    async def _dead_letter(
+        self,
+        ep: Endpoint,
+        entry_id: str,
+        fields: dict[bytes, bytes] | None,
+        attempts: int,
+        error: str,
+    ) -> None:
+        if fields is None:
+            found = await cmd(ep.client, "XRANGE", self.stream, entry_id, entry_id)
+            if not found:  # deleted meanwhile: nothing to keep
+                await self._ack(ep, entry_id)
+                return
+            fields = parse_fields(found[0][1])
+        if self.dead_letter is None:
+            log.error("dropping %s after %d deliveries (no dead_letter stream): %s",
+                      entry_id, attempts, error)
+            await self._ack(ep, entry_id)
+        else:
+            region = await self.endpoints.region_of(ep)
+            meta = (entry_id, self.stream, self.group, self.consumer, error, str(attempts), region)
+            flat: list[bytes | str] = []
+            for name, value in fields.items():
+                flat += [name, value]
+            for meta_name, text in zip(DEAD_LETTER_FIELDS, meta, strict=True):
+                flat += [meta_name, text]
+            pipe = ep.client.pipeline(transaction=True)
+            pipe.execute_command("XADD", self.dead_letter, "*", *flat)
+            pipe.execute_command("XACK", self.stream, self.group, entry_id)
+            await pipe.execute()
+            log.warning("dead-lettered %s after %d deliveries to %s: %s",
+                        entry_id, attempts, self.dead_letter, error)
+        self._not_before.pop(entry_id, None)
+        self._errors.pop(entry_id, None)
+        self.metrics.dead_lettered(entry_id, attempts, error)
