@@ -1,0 +1,223 @@
+"""The replay fold: decoded op-log records in, one region's state out, exactly as the node folds.
+
+Pure (no Kafka): the readers feed it `(partition, offset, record)` in log order per partition.
+
+Why not just `Region.receive` every record: a region's local ops (consumers, PEL, cursors) were
+made on top of a precise set of replicated ops, which each local op carries as its `ctx` (the
+region's applied vector when it was made). A replay that applied more replicated ops before a
+local op than the live region had could put the local op on a different group (a group destroyed
+and created again in between). So the fold *gates* replicated ops: while a local op L waits, an
+op (o, s) with s > L.ctx[o] is held back; L is applied the moment the applied vector reaches its
+ctx, which is then exactly L.ctx. Feed the region's `.local` records first (the readers do) so
+the gates are known before the replicated ops arrive. `finish()` lifts the gates at the end of
+the input (a local op whose ctx lies beyond a cut can never be applied; the ops behind it can).
+
+Positions: `safe_positions()` is, per partition, the offset of the first record fed but not
+applied (held by the causal buffer, a gate or a cut), else the next offset: a snapshot taken at
+those positions plus a replay of the tail from them loses nothing and applies nothing twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from sortedcontainers import SortedDict
+
+from streams.crdt import ops
+from streams.crdt.region import Region
+from streams.ids import IdMode
+
+Partition = tuple[str, int]
+Record = ops.Op | ops.LocalOp
+
+
+@dataclass(frozen=True)
+class Applied:
+    """One record the fold applied, with where it was read (the first copy, if duplicated)."""
+
+    part: Partition
+    offset: int
+    record: Record
+    index: int
+    """0, 1, 2 ...: the order in which the fold applied records."""
+
+
+Observer = Callable[[Applied], None]
+
+
+class Fold:
+    """Folds one region's op-log records into a `Region`, gating on local ops' contexts."""
+
+    def __init__(
+        self,
+        region: Region,
+        *,
+        positions: Mapping[Partition, int] | None = None,
+        cut: Mapping[int, int] | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        """`region`: a fresh Region or one read from a snapshot; `positions`: where its records
+        were read up to (snapshot positions); `cut`: apply no op past these per-origin seqs
+        (`--at`), and no local op whose ctx passes them."""
+        self.region = region
+        self.cut = dict(cut) if cut is not None else None
+        self.observer = observer
+        self.read: dict[Partition, int] = dict(positions or {})
+        self.applied_count = 0
+        self.beyond_cut = 0
+        self._where: dict[tuple[int, int], list[tuple[Partition, int]]] = {}
+        self._where_local: dict[int, list[tuple[Partition, int]]] = {}
+        self._unapplied: dict[Partition, set[int]] = {}
+        self._local: SortedDict = SortedDict()  # seq -> LocalOp
+        self._gate: dict[int, int] | None = None  # the head local op's ctx, as a dict
+        self._gated: dict[int, dict[int, ops.Op]] = {}
+        self._open = False
+
+    @classmethod
+    def fresh(cls, region_id: int, mode: IdMode = IdMode.STRICT, **kw: object) -> Fold:
+        return cls(Region(region_id, mode), **kw)  # type: ignore[arg-type]
+
+    # --- input --------------------------------------------------------------------------------
+
+    def feed(self, part: Partition, offset: int, record: Record) -> None:
+        self.read[part] = max(self.read.get(part, 0), offset + 1)
+        if isinstance(record, ops.Op):
+            self._feed_op(part, offset, record)
+        else:
+            self._feed_local(part, offset, record)
+
+    def skip(self, part: Partition, offset: int) -> None:
+        """A record that was not fed (corrupt, skipped on request): only moves the position."""
+        self.read[part] = max(self.read.get(part, 0), offset + 1)
+
+    def finish(self) -> None:
+        """End of input: lift the gates and apply what they held."""
+        self._open = True
+        self._release_gated()
+        self._settle()
+
+    # --- what the fold holds ------------------------------------------------------------------
+
+    def safe_positions(self) -> dict[Partition, int]:
+        out = dict(self.read)
+        for part, offsets in self._unapplied.items():
+            if offsets:
+                out[part] = min(offsets)
+        return out
+
+    @property
+    def gated(self) -> int:
+        return sum(len(g) for g in self._gated.values())
+
+    @property
+    def waiting_local(self) -> int:
+        return len(self._local)
+
+    def held(self) -> list[ops.Op]:
+        """Replicated ops read but held back by a gate (diagnostics)."""
+        return [op for o in sorted(self._gated) for _s, op in sorted(self._gated[o].items())]
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _track(self, part: Partition, offset: int) -> None:
+        self._unapplied.setdefault(part, set()).add(offset)
+
+    def _untrack(self, places: list[tuple[Partition, int]]) -> tuple[Partition, int]:
+        for part, offset in places:
+            self._unapplied[part].discard(offset)
+        return places[0]
+
+    def _beyond(self, origin: int, seq: int) -> bool:
+        return self.cut is not None and seq > self.cut.get(origin, 0)
+
+    def _feed_op(self, part: Partition, offset: int, op: ops.Op) -> None:
+        dot = (op.origin, op.seq)
+        if op.seq <= self.region.causal.applied.get(op.origin, 0):
+            return  # a duplicate of an applied op (at-least-once mirroring)
+        self._track(part, offset)
+        places = self._where.get(dot)
+        if places is not None:
+            places.append((part, offset))  # a second copy of an op already waiting
+            return
+        self._where[dot] = [(part, offset)]
+        if self._beyond(op.origin, op.seq):
+            self.beyond_cut += 1
+            return
+        if self._allowed(op):
+            self._offer(op)
+            self._settle()
+        else:
+            self._gated.setdefault(op.origin, {})[op.seq] = op
+
+    def _feed_local(self, part: Partition, offset: int, record: ops.LocalOp) -> None:
+        if record.region != self.region.id or record.seq <= self.region.local_seq:
+            return
+        self._track(part, offset)
+        places = self._where_local.get(record.seq)
+        if places is not None:
+            places.append((part, offset))
+            return
+        self._where_local[record.seq] = [(part, offset)]
+        if self.cut is not None and any(self._beyond(r, s) for r, s in record.ctx):
+            self.beyond_cut += 1
+            return
+        self._local[record.seq] = record
+        self._gate = None
+        self._settle()
+
+    def _head(self) -> ops.LocalOp | None:
+        if not self._local:
+            return None
+        head: ops.LocalOp = self._local.peekitem(0)[1]
+        return head
+
+    def _allowed(self, op: ops.Op) -> bool:
+        if self._open or not self._local:
+            return True
+        if self._gate is None:
+            self._gate = dict(self._local.peekitem(0)[1].ctx)
+        return op.seq <= self._gate.get(op.origin, 0)
+
+    def _offer(self, op: ops.Op) -> None:
+        for ready in self.region.receive(op):
+            part, offset = self._untrack(self._where.pop((ready.origin, ready.seq)))
+            self._notify(part, offset, ready)
+
+    def _notify(self, part: Partition, offset: int, record: Record) -> None:
+        index = self.applied_count
+        self.applied_count += 1
+        if self.observer is not None:
+            self.observer(Applied(part, offset, record, index))
+
+    def _covered(self, ctx: ops.Vector) -> bool:
+        applied = self.region.causal.applied
+        return all(applied.get(r, 0) >= s for r, s in ctx)
+
+    def _settle(self) -> None:
+        while True:
+            head = self._head()
+            if head is None or not self._covered(head.ctx):
+                return
+            del self._local[head.seq]
+            self._gate = None
+            self.region.apply_local(head)
+            part, offset = self._untrack(self._where_local.pop(head.seq))
+            self._notify(part, offset, head)
+            self._release_gated()
+
+    def _release_gated(self) -> None:
+        progress = True
+        while progress:
+            progress = False
+            for origin in sorted(self._gated):
+                queue = self._gated[origin]
+                for seq in sorted(queue):
+                    op = queue[seq]
+                    if not self._allowed(op):
+                        break
+                    del queue[seq]
+                    self._offer(op)
+                    progress = True
+                if not queue:
+                    del self._gated[origin]

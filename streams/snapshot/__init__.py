@@ -1,0 +1,52 @@
+"""Region snapshots: one file holding a region's whole materialized state and the log positions
+it covers, so a node (or a replay) starts from it and reads only the tail of the logs.
+
+Why a format of its own, in Avro: a region node boots from it, `streams snapshot` and
+`streams replay --snapshot` write and read it, and the Spark snapshot job writes the same thing,
+so it must be language-neutral, self-describing and versioned. Avro object container files are
+all three, and Spark writes them natively.
+
+API (pure; no Kafka):
+- `write_snapshot(region, positions, out, *, region_name=None, meta=None, with_digest=True)`:
+  write `streams.crdt.Region` `region` and `positions` ({(topic, partition): next offset}, every
+  op-log topic of the cluster and the region's own `.local`) to the binary file `out`.
+- `read_snapshot(fp) -> (region, positions, meta)`: the inverse. Raises `SnapshotError` for an
+  unreadable, truncated, reordered or self-inconsistent file: never a partial or wrong state.
+
+Layout (`schemas/snapshot_v1.avsc`, container metadata `streams.snapshot.format_version` = "1",
+deflate-compressed blocks, whose checksums catch flipped bytes):
+1. `Header`: format_version, region id and name, ID mode, local_seq, the causal applied vector,
+   positions, free-form meta (writer, time, `tainted` when built over skipped records).
+2. Per key in byte order: `KeyMeta` (last_id, entries_added, max_deleted_id, DEL and group
+   tombstones, entry and group counts), then `EntryChunk`s (one origin each, ID order, at most
+   `MAX_CHUNK_ITEMS` entries or about `MAX_CHUNK_BYTES` of field bytes: records stay bounded
+   whatever the state's size), then per group a `GroupMeta` (cursors, default cursor,
+   entries_read, ack_sent, PEL and consumer counts) followed by `PendingChunk`s and
+   `ConsumerChunk`s: the region-local part, present only for the snapshot's own region.
+3. `Trailer`: counts of records, keys and entries, and the digest of the replicated state
+   (`State.digest()`, optional for writers that cannot compute it); a file without it is
+   truncated.
+
+Ops still waiting in the causal buffer are not stored: the positions must point at or before
+them so that the tail replay reads them again (`streams.replay.fold.Fold.safe_positions`).
+"""
+
+from streams.snapshot.format import (
+    FORMAT_VERSION,
+    MAX_CHUNK_BYTES,
+    MAX_CHUNK_ITEMS,
+    Positions,
+    SnapshotError,
+    read_snapshot,
+    write_snapshot,
+)
+
+__all__ = [
+    "FORMAT_VERSION",
+    "MAX_CHUNK_BYTES",
+    "MAX_CHUNK_ITEMS",
+    "Positions",
+    "SnapshotError",
+    "read_snapshot",
+    "write_snapshot",
+]
