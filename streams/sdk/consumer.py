@@ -351,14 +351,16 @@ class GroupConsumer:
         reply = read.result()
         if not reply:
             return
-        entries = reply[0][1]
-        for n, (raw_id, flat) in enumerate(entries):
-            entry_id = _text(raw_id)
+        entries = [(_text(raw_id), flat) for raw_id, flat in reply[0][1]]
+        again = {entry_id for entry_id, _ in entries if entry_id in self._seen}
+        for entry_id, _ in entries:
+            self._seen.add(entry_id)  # the whole batch: it may come again after a failover
+        for n, (entry_id, flat) in enumerate(entries):
             if self._stop_requested:
-                await self._hand_back(ep, [_text(e[0]) for e in entries[n:]])
+                await self._hand_back(ep, [e[0] for e in entries[n:]])
                 return
             attempt = 1
-            if entry_id in self._seen:
+            if entry_id in again:
                 attempt = 2
                 self.metrics.redelivered(entry_id, attempt)
             await self._handle(ep, entry_id, parse_fields(flat), attempt)
