@@ -1,0 +1,145 @@
+"""Folding op-log DataFrames by key on Spark: per-key states, entries, digests.
+
+Each job reads the `streams_oplog` source, keeps the replicated ops (and, when a region is named,
+that region's `.local` records), groups them by key and folds each group on an executor with
+`streams.pipeline.fold` (the node's own `streams.crdt` code). What leaves the executor depends on
+the job: the converged entries (export, follow), per-key digests and duplicate IDs (audit), or the
+pickled per-key state (snapshot, digest of the whole state).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Iterable
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from streams.crdt.state import KeyState
+from streams.ids import MAX_ID, MIN_ID
+from streams.pipeline.fold import fold_key, key_digest
+from streams.pipeline.rows import decode_value
+
+ENTRIES_DDL = (
+    "key string, key_bytes binary, pos long, id string, origin int, "
+    "fields map<binary,binary>"
+)
+AUDIT_DDL = (
+    "key_bytes binary, digest string, entries long, groups long, ops long, "
+    "duplicate_ids array<string>"
+)
+STATE_DDL = "key_bytes binary, state binary"
+
+_ENTRIES_SCHEMA = pa.schema([
+    pa.field("key", pa.string()),
+    pa.field("key_bytes", pa.binary()),
+    pa.field("pos", pa.int64()),
+    pa.field("id", pa.string()),
+    pa.field("origin", pa.int32()),
+    pa.field("fields", pa.map_(pa.binary(), pa.binary())),
+])
+_AUDIT_SCHEMA = pa.schema([
+    pa.field("key_bytes", pa.binary()),
+    pa.field("digest", pa.string()),
+    pa.field("entries", pa.int64()),
+    pa.field("groups", pa.int64()),
+    pa.field("ops", pa.int64()),
+    pa.field("duplicate_ids", pa.list_(pa.string())),
+])
+_STATE_SCHEMA = pa.schema([pa.field("key_bytes", pa.binary()), pa.field("state", pa.binary())])
+
+
+def key_text(key: bytes) -> str:
+    """A key as text for partition directories and people (non-UTF-8 bytes as \\xNN)."""
+    return key.decode("utf-8", "backslashreplace")
+
+
+def id_text(sid: tuple[int, int]) -> str:
+    return f"{sid[0]}-{sid[1]}"
+
+
+def relevant(df: DataFrame, local_topic: str | None = None) -> DataFrame:
+    """The records a fold needs: replicated ops, plus the named region's local records."""
+    keep = F.col("kind") == F.lit("op")
+    if local_topic is not None:
+        keep = keep | (F.col("topic") == F.lit(local_topic))
+    return df.where(keep).select("key", "value")
+
+
+def _fold_table(table: pa.Table) -> tuple[bytes, KeyState | None, int]:
+    key = table.column("key")[0].as_py()
+    records = [decode_value(v) for v in table.column("value").to_pylist()]
+    region = fold_key(records)
+    return key, region.state.raw(key), len(records)
+
+
+def _entries(table: pa.Table) -> pa.Table:
+    key, ks, _n = _fold_table(table)
+    rows: dict[str, list[object]] = {f.name: [] for f in _ENTRIES_SCHEMA}
+    if ks is not None:
+        text = key_text(key)
+        for pos, (sid, origin, fields) in enumerate(ks.entries.range(MIN_ID, MAX_ID)):
+            rows["key"].append(text)
+            rows["key_bytes"].append(key)
+            rows["pos"].append(pos)
+            rows["id"].append(id_text(sid))
+            rows["origin"].append(origin)
+            rows["fields"].append(list(zip(fields[0::2], fields[1::2], strict=True)))
+    return pa.Table.from_pydict(rows, schema=_ENTRIES_SCHEMA)
+
+
+def _audit(table: pa.Table) -> pa.Table:
+    key, ks, n = _fold_table(table)
+    exists = ks is not None and ks.exists
+    digest = key_digest(key, ks) if ks is not None and exists else ""
+    dups: list[str] = []
+    if ks is not None:
+        seen: dict[tuple[int, int], int] = {}
+        for sid, _origin, _fields in ks.entries.range(MIN_ID, MAX_ID):
+            seen[sid] = seen.get(sid, 0) + 1
+        dups = [id_text(sid) for sid, c in sorted(seen.items()) if c > 1]
+    return pa.Table.from_pydict(
+        {
+            "key_bytes": [key],
+            "digest": [digest],
+            "entries": [ks.entries.length if ks is not None else 0],
+            "groups": [len(ks.groups) if ks is not None else 0],
+            "ops": [n],
+            "duplicate_ids": [dups],
+        },
+        schema=_AUDIT_SCHEMA,
+    )
+
+
+def _state(table: pa.Table) -> pa.Table:
+    key, ks, _n = _fold_table(table)
+    blob = b"" if ks is None else pickle.dumps(ks, protocol=pickle.HIGHEST_PROTOCOL)
+    return pa.Table.from_pydict({"key_bytes": [key], "state": [blob]}, schema=_STATE_SCHEMA)
+
+
+def _by_key(df: DataFrame, fn: Callable[[pa.Table], pa.Table], ddl: str) -> DataFrame:
+    return df.groupBy("key").applyInArrow(fn, ddl)
+
+
+def entries(df: DataFrame, local_topic: str | None = None) -> DataFrame:
+    """The converged entries of every key (one row per entry, `pos` = rank in ID order)."""
+    return _by_key(relevant(df, local_topic), _entries, ENTRIES_DDL)
+
+
+def audit_keys(df: DataFrame) -> DataFrame:
+    """Per key: digest (empty when the key does not exist), entry/group/op counts, duplicate
+    IDs (the same ID from several origins: semi-strict and liberal modes)."""
+    return _by_key(relevant(df), _audit, AUDIT_DDL)
+
+
+def key_states(df: DataFrame, local_topic: str | None = None) -> DataFrame:
+    """Per key: the pickled `KeyState` (empty bytes when the ops left nothing)."""
+    return _by_key(relevant(df, local_topic), _state, STATE_DDL)
+
+
+def collect_states(df: DataFrame) -> Iterable[tuple[bytes, KeyState]]:
+    """The per-key states on the driver, one Spark partition at a time."""
+    for row in df.toLocalIterator():
+        if row["state"]:
+            yield bytes(row["key_bytes"]), pickle.loads(row["state"])
