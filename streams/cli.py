@@ -15,6 +15,7 @@ from streams.scenarios import Scenario, SyncStep, load_all
 from streams.scenarios.resp_driver import RespDriver
 from streams.scenarios.runner import Outcome, run
 from streams.scenarios.sim import SimulatedRegions
+from streams.sdk import groupcli
 from topology.config import TopologyError, load
 from topology.local import LocalTopology
 
@@ -204,10 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--sim", action="store_true", help="simulated in-process regions")
     demo.add_argument("--only", default="", help="only scenarios whose name contains this")
 
+    groupcli.add_parser(sub)
+
     for name, what in NOT_BUILT.items():
         sub.add_parser(name, help=f"not built yet: {what}")
 
     args = parser.parse_args(argv)
+    if args.command == "group":
+        return groupcli.run(args)
     if args.command == "up":
         return _up(args)
     if args.command == "status":

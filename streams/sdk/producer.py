@@ -27,7 +27,8 @@ IDK_FIELD = b"_idk"
 """The field holding an entry's idempotency key."""
 
 FieldValue = str | bytes | int | float
-Fields = Mapping[str | bytes, FieldValue]
+Fields = Mapping[str, FieldValue] | Mapping[bytes, FieldValue] | Mapping[str | bytes, FieldValue]
+"""An entry's fields; keys and values are sent as bytes (numbers in their repr)."""
 T = TypeVar("T")
 
 
