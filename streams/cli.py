@@ -11,6 +11,7 @@ from pathlib import Path
 import redis
 
 from streams.ids import IdMode
+from streams.replay.cli import register as register_replay_verbs
 from streams.scenarios import Scenario, SyncStep, load_all
 from streams.scenarios.resp_driver import RespDriver
 from streams.scenarios.runner import Outcome, run
@@ -164,10 +165,7 @@ def _print_scenario(scenario: Scenario, outcomes: list[Outcome]) -> int:
 # --- not built yet ----------------------------------------------------------------------------
 
 NOT_BUILT = {
-    "log": "printing op-log records",
-    "replay": "replay to a position (--at / --offsets / --time)",
     "diff": "comparing two replayed states",
-    "snapshot": "snapshots (the Spark pipeline)",
     "spark": "the Spark jobs",
 }
 
@@ -205,12 +203,16 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--sim", action="store_true", help="simulated in-process regions")
     demo.add_argument("--only", default="", help="only scenarios whose name contains this")
 
+    replay_verbs = register_replay_verbs(sub)
+
     groupcli.add_parser(sub)
 
     for name, what in NOT_BUILT.items():
         sub.add_parser(name, help=f"not built yet: {what}")
 
     args = parser.parse_args(argv)
+    if args.command in replay_verbs:
+        return replay_verbs[args.command](args)
     if args.command == "group":
         return groupcli.run(args)
     if args.command == "up":
