@@ -161,3 +161,16 @@ def test_group_of_three_with_failures_a_stop_and_a_killed_node_handles_everythin
         assert sum(c.failovers for c in counts[:2]) >= 2  # both running consumers moved on
         print(f"\n{len(good)} entries handled, {duplicates} duplicate handlings, "
               f"{len(poison)} poison entries dead-lettered; per consumer: {counts}")
+
+
+def test_demo_example_hands_every_entry_of_two_producer_regions_to_a_group_in_the_third() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "examples/sdk/demo.py"
+    run = subprocess.run([sys.executable, str(script), "--entries", "300"],
+                         capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "300 entries from producers in r1 and r2" in run.stdout
+    assert "0 missing" in run.stdout
