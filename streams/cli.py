@@ -165,7 +165,6 @@ def _print_scenario(scenario: Scenario, outcomes: list[Outcome]) -> int:
 # --- not built yet ----------------------------------------------------------------------------
 
 NOT_BUILT = {
-    "diff": "comparing two replayed states",
     "spark": "the Spark jobs",
 }
 

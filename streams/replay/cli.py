@@ -16,7 +16,14 @@ from typing import Any
 
 from streams.ops.codec import DecodeError, decode
 from streams.replay import reader
-from streams.replay.describe import SCHEMA_VERSION, key_view, record_line, record_view, state_lines
+from streams.replay.describe import (
+    SCHEMA_VERSION,
+    key_view,
+    record_line,
+    record_view,
+    state_lines,
+    text,
+)
 from streams.replay.positions import PositionError, parse_time
 from streams.replay.run import CorruptError, Replayed, Request, replay
 from streams.snapshot import SnapshotError, write_snapshot
@@ -107,8 +114,22 @@ def register(sub: Any) -> dict[str, Handler]:
     sn.add_argument("--bootstrap", required=True)
     _replay_args(sn)
     sn.add_argument("--out", required=True, help="the snapshot file to write")
+
+    df = sub.add_parser(
+        "diff", help="compare two replicas; find convergence bugs and lagging keys",
+        description="Replay two clusters (two regions) to the newest position they share and "
+        "compare per key. A key that differs at the same position is a convergence bug: the "
+        "first op after which the two diverge is found by bisection. A key that differs only "
+        "because one side has not applied some ops is listed with those ops (missing from that "
+        "cluster, or held back waiting for a causal dependency). Exit 0 equal, 1 differs.",
+    )
+    df.add_argument("--bootstrap", action="append", required=True,
+                    help="a cluster HOST:PORT; give it twice")
+    df.add_argument("--region", action="append",
+                    help="the region of each cluster, in the same order (default: inferred)")
+    df.add_argument("--json", action="store_true", help=f"JSON lines (schema v{SCHEMA_VERSION})")
     return {"log": _guard("log", _log), "replay": _guard("replay", _replay),
-            "snapshot": _guard("snapshot", _snapshot)}
+            "snapshot": _guard("snapshot", _snapshot), "diff": _guard("diff", _diff)}
 
 
 # --- log -------------------------------------------------------------------------------------
@@ -228,3 +249,60 @@ def _snapshot(args: argparse.Namespace) -> int:
     print(f"snapshot of {result.region_name} at {vector} -> {args.out} "
           f"(digest {result.region.state.digest()})")
     return EXIT_CORRUPT if result.tainted else EXIT_OK
+
+
+# --- diff ------------------------------------------------------------------------------------
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from streams.replay import diff as d
+
+    if len(args.bootstrap) != 2:
+        raise PositionError("give --bootstrap exactly twice")
+    regions = args.region or [None, None]
+    if len(regions) != 2:
+        raise PositionError("give --region twice (one per --bootstrap) or not at all")
+    a = d.load(args.bootstrap[0], regions[0])
+    b = d.load(args.bootstrap[1], regions[1])
+    names = {**a.names, **b.names}
+    report = d.diff(a, b)
+    side = {"a": a.name, "b": b.name}
+    shared = ",".join(f"{names.get(o, o)}={s}" for o, s in sorted(report.shared.items()))
+    lines: list[dict[str, Any]] = []
+    for bug in report.bugs:
+        lines.append({
+            "v": SCHEMA_VERSION, "type": "divergence", "key": text(bug.key),
+            "first_op": None if bug.op is None else d.describe_op(bug.op, names),
+            "topic": None if bug.where is None else bug.where[0][0],
+            "offset": None if bug.where is None else bug.where[1],
+            "index": bug.index,
+        })
+    for lag in report.lagging:
+        lines.append({
+            "v": SCHEMA_VERSION, "type": "diff", "key": text(lag.key), "behind": side[lag.side],
+            "missing": [d.describe_op(op, names) for op in lag.missing],
+            "held": [d.describe_op(op, names) for op in lag.held],
+        })
+    if args.json:
+        for line in lines:
+            print(json.dumps(line))
+        print(json.dumps({"v": SCHEMA_VERSION, "type": "summary", "a": a.name, "b": b.name,
+                          "shared": shared, "equal_keys": report.equal_keys,
+                          "differs": report.differs}))
+    else:
+        print(f"diff {a.name} ({args.bootstrap[0]}) vs {b.name} ({args.bootstrap[1]}); "
+              f"shared position {shared or '(empty)'}")
+        for line in lines:
+            if line["type"] == "divergence":
+                where = f" ({line['topic']}@{line['offset']})" if line["topic"] else ""
+                print(f"CONVERGENCE BUG: key {line['key']} differs at the same position; "
+                      f"first diverging op: {line['first_op'] or '(from the start)'}{where}")
+            else:
+                for op in line["missing"]:
+                    print(f"lagging: key {line['key']}: {line['behind']} has not applied {op} "
+                          "(missing from its cluster)")
+                for op in line["held"]:
+                    print(f"lagging: key {line['key']}: {line['behind']} has not applied {op} "
+                          "(read, held back waiting for a causal dependency)")
+        print(f"{report.equal_keys} key(s) equal")
+    return EXIT_DIFFERS if report.differs else EXIT_OK

@@ -170,3 +170,19 @@ def test_log_lists_every_op_of_a_topic_decoded(
                  "--op", "del"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and " Del t" in out[0]
+
+
+def test_diff_names_an_op_held_back_from_one_cluster(capsys: pytest.CaptureFixture[str]) -> None:
+    with LocalTopology(regions=2, manual_sync=True, id_mode="strict") as topo:
+        c1 = topo.client(1)
+        c1.xadd("s", {"n": "both"})
+        topo.client(2).xadd("other", {"n": "x"})
+        topo.sync()
+        b1, b2 = topo.bootstrap[1], topo.bootstrap[2]
+        assert main(["diff", "--bootstrap", b1, "--bootstrap", b2]) == 0
+        assert "2 key(s) equal" in capsys.readouterr().out
+        c1.xadd("s", {"n": "only in r1"})  # never mirrored to r2's cluster
+        assert main(["diff", "--bootstrap", b1, "--bootstrap", b2]) == 1
+        out = capsys.readouterr().out
+        assert "lagging: key s: r2 has not applied r1:2 XAdd s (missing from its cluster)" in out
+        assert "CONVERGENCE BUG" not in out

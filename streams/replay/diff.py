@@ -1,0 +1,206 @@
+"""Why two replicas differ: replay both to the newest position they share and compare per key.
+
+A key that differs at the *same* position (both applied exactly the same ops) is a convergence
+bug: `bisect` finds the first op after which the two folds disagree, by replaying both to
+growing prefixes of one side's apply order (O(log n) replays, in memory). A key that differs only
+because one side has not applied some ops yet is "lagging": those ops are listed, each as
+missing (not in that cluster's logs) or held back (read, waiting for a causal dependency).
+
+Pure: works on records already read (`Loaded`); `load` reads them from a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from streams.crdt import ops
+from streams.crdt.region import Region
+from streams.ops.codec import decode
+from streams.replay import reader
+from streams.replay.describe import key_digests, text
+from streams.replay.fold import Applied, Fold
+from streams.replay.run import Request, replay
+
+Partition = tuple[str, int]
+Logged = tuple[Partition, int, ops.Op | ops.LocalOp]
+RegionFactory = Callable[[int], Region]
+
+
+@dataclass
+class Loaded:
+    """One cluster's records for one region, in the order a replay feeds them."""
+
+    name: str
+    region_id: int
+    records: list[Logged]
+    names: dict[int, str] = field(default_factory=dict)
+
+
+def load(bootstrap: str, region: str | None = None) -> Loaded:
+    """Every record of the region's logs on this cluster, in memory (bisection refolds them)."""
+    records: list[Logged] = []
+    result = replay(Request(bootstrap=bootstrap, region=region))  # names, region id, topics
+
+    def sink(raw: reader.Raw) -> bool:
+        records.append(((raw.topic, raw.partition), raw.offset, decode(raw.value)))
+        return True
+
+    local, *oplogs = result.topics
+    reader.read(bootstrap, {(local, 0): 0}, sink)
+    reader.read(bootstrap, {(t, 0): 0 for t in oplogs}, sink)
+    return Loaded(result.region_name, result.region.id, records, result.names)
+
+
+def fold(
+    loaded: Loaded,
+    cut: dict[int, int] | None = None,
+    make_region: RegionFactory = Region,
+    observer: Callable[[Applied], None] | None = None,
+) -> Fold:
+    f = Fold(make_region(loaded.region_id), cut=cut, observer=observer)
+    for part, offset, record in loaded.records:
+        f.feed(part, offset, record)
+    f.finish()
+    return f
+
+
+@dataclass
+class Divergence:
+    key: bytes
+    op: ops.Op | None
+    """The first op after which the two sides' key differs (None: differs from the start)."""
+    where: tuple[Partition, int] | None
+    index: int
+
+
+@dataclass
+class Lag:
+    key: bytes
+    side: str
+    """The side that has not applied the ops."""
+    missing: list[ops.Op]
+    held: list[ops.Op]
+
+
+@dataclass
+class Report:
+    shared: dict[int, int]
+    bugs: list[Divergence]
+    lagging: list[Lag]
+    equal_keys: int
+
+    @property
+    def differs(self) -> bool:
+        return bool(self.bugs or self.lagging)
+
+
+def _min_vector(a: dict[int, int], b: dict[int, int]) -> dict[int, int]:
+    return {o: min(a.get(o, 0), b.get(o, 0)) for o in set(a) | set(b)}
+
+
+def _changed(a: dict[bytes, str], b: dict[bytes, str]) -> list[bytes]:
+    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+
+def diff(
+    a: Loaded,
+    b: Loaded,
+    make_a: RegionFactory = Region,
+    make_b: RegionFactory = Region,
+) -> Report:
+    full_a, full_b = fold(a, make_region=make_a), fold(b, make_region=make_b)
+    shared = _min_vector(full_a.region.vector, full_b.region.vector)
+    order: list[Applied] = []
+
+    def keep(x: Applied) -> None:
+        if isinstance(x.record, ops.Op):
+            order.append(x)
+
+    at_a = fold(a, shared, make_a, keep)
+    at_b = fold(b, shared, make_b)
+    bug_keys = _changed(key_digests(at_a.region), key_digests(at_b.region))
+    bugs = [_bisect(a, b, key, order, make_a, make_b) for key in bug_keys]
+    lagging: list[Lag] = []
+    for key in _changed(key_digests(full_a.region), key_digests(full_b.region)):
+        if key in bug_keys:
+            continue
+        for side, ahead, make, behind, behind_fold in (
+            ("b", a, make_a, b, full_b),
+            ("a", b, make_b, a, full_a),
+        ):
+            lag = _lag(key, side, ahead, make, behind, behind_fold)
+            if lag is not None:
+                lagging.append(lag)
+    equal = len(set(key_digests(full_a.region)) | set(key_digests(full_b.region))) - len(
+        set(bug_keys) | {lag.key for lag in lagging}
+    )
+    return Report(shared, bugs, lagging, equal)
+
+
+def _lag(
+    key: bytes,
+    side: str,
+    ahead: Loaded,
+    make: RegionFactory,
+    behind: Loaded,
+    behind_fold: Fold,
+) -> Lag | None:
+    """Ops on `key` that the `ahead` side applied and `side` (the behind one) did not."""
+    applied = behind_fold.region.vector
+    ops_ahead: list[ops.Op] = []
+
+    def keep(x: Applied) -> None:
+        record = x.record
+        if isinstance(record, ops.Op) and record.body.key == key:
+            if record.seq > applied.get(record.origin, 0):
+                ops_ahead.append(record)
+
+    fold(ahead, make_region=make, observer=keep)
+    if not ops_ahead:
+        return None
+    in_behind = {(r.origin, r.seq) for _p, _o, r in behind.records if isinstance(r, ops.Op)}
+    missing = [op for op in ops_ahead if (op.origin, op.seq) not in in_behind]
+    held = [op for op in ops_ahead if (op.origin, op.seq) in in_behind]
+    return Lag(key, side, missing, held)
+
+
+def _bisect(
+    a: Loaded,
+    b: Loaded,
+    key: bytes,
+    order: list[Applied],
+    make_a: RegionFactory,
+    make_b: RegionFactory,
+) -> Divergence:
+    """Smallest i such that, after side a's first i ops, the key differs between the sides."""
+    vectors: list[dict[int, int]] = [{}]
+    current: dict[int, int] = {}
+    for applied in order:
+        record = applied.record
+        assert isinstance(record, ops.Op)
+        current = {**current, record.origin: record.seq}
+        vectors.append(current)
+
+    def differs(i: int) -> bool:
+        da = key_digests(fold(a, vectors[i], make_a).region).get(key)
+        db = key_digests(fold(b, vectors[i], make_b).region).get(key)
+        return da != db
+
+    lo, hi = 0, len(order)  # differs(hi) is known; find the first i that differs
+    if differs(0):
+        return Divergence(key, None, None, 0)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if differs(mid):
+            hi = mid
+        else:
+            lo = mid
+    first = order[hi - 1]
+    assert isinstance(first.record, ops.Op)
+    return Divergence(key, first.record, (first.part, first.offset), hi)
+
+
+def describe_op(op: ops.Op, names: dict[int, str]) -> str:
+    who = names.get(op.origin, f"r{op.origin}")
+    return f"{who}:{op.seq} {type(op.body).__name__} {text(op.body.key)}"
