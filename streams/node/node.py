@@ -1,14 +1,16 @@
-"""The region node: command executor, writer and materializer on one asyncio loop.
+"""The region node: command executor, write path and materializer on one asyncio loop.
 
-Commands run one at a time under `_lock` (Redis-like atomicity): dispatch reads the materialized
-state, the replicated ops it asks for are appended to Kafka, and only after Kafka acknowledged them
-are they committed to the state and is the client answered. Remote ops arrive from the
-materializer thread as batches, are queued, and are applied under the same lock, so a command
-never sees the state change between reading it and committing its ops.
+Commands run one at a time on the event loop (Redis-like atomicity, no lock: dispatching a command
+and applying its ops to the state never awaits). A write's ops are applied at dispatch and join
+the write path's open batch (`writepath`: group commit, one Kafka transaction per batch); its
+reply, and the reply of any read that may have seen uncommitted ops, is held until that batch
+committed. Remote ops arrive from the materializer thread as batches and are applied on the loop
+between commands. Local ops (PEL, consumers, cursors) ride in the same batches, to
+`<region>.local`. Consecutive-XACK effects are coalesced and logged every `ACK_FLUSH_S` (and on
+CRDT.FLUSH).
 
-Local ops (PEL, consumers, cursors) are applied at once and appended in the background at least
-every `LOCAL_FLUSH_S`; losing the last few in a crash re-delivers entries, it never loses one.
-Consecutive-XACK effects are coalesced and logged every `ACK_FLUSH_S` (and on CRDT.FLUSH).
+When a batch fails, its replies and those of the batch built on it fail, and the node reloads its
+state from the log (answering LOADING meanwhile) before it serves again; see `writepath`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import secrets
 import time
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 from streams import errors
 from streams.commands.base import Command, Context, Result, parse_int
@@ -35,15 +38,16 @@ from streams.ids import IdMode
 from streams.node import auth, connection, transactions
 from streams.node.materializer import Batch, Materializer
 from streams.node.waiters import Waiters
-from streams.node.writer import RegionWriter, WriterError, WriterFenced
-from streams.resp.server import Session, serve
+from streams.node.writepath import WriteBatch, WritePath
+from streams.node.writer import RegionWriter, WriterError
+from streams.resp.server import Held, Session, serve
 from topology.config import RegionConfig, Topology
 from topology.topics import ensure_topics, local_topic, oplog_topic
 
 log = logging.getLogger(__name__)
 
-LOCAL_FLUSH_S = 0.05
 ACK_FLUSH_S = 0.1
+RECOVERY_RETRY_S = 1.0
 
 DEFAULT_CATCH_UP_TIMEOUT_S = 300.0
 
@@ -53,6 +57,9 @@ Builtin = Callable[[Session, list[bytes]], Awaitable[Reply]]
 
 class CatchUpTimeout(TimeoutError):
     """The node could not read its op logs to their end in time; the text says how far it got."""
+
+
+LOADING = CommandError("LOADING Redis is loading the dataset in memory")
 
 
 class RegionNode:
@@ -94,25 +101,45 @@ class RegionNode:
         self._clock = clock
         self._debug_clock = debug_clock
         self._pinned_ms: int | None = None
-        self._lock = asyncio.Lock()
         self._inbox: deque[Batch] = deque()
         self._held_local: deque[ops.LocalOp] = deque()
-        self._unflushed_local: list[ops.LocalOp] = []
         self.waiters = Waiters()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self._tasks: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
         self.write_fault: str | None = None
+        self.loading: str | None = "starting"
         self.fatal: str | None = None
         self.last_ts: dict[int, int] = {}
         self.writer = RegionWriter(self.config.bootstrap, region_name, self.oplog, self.local)
-        self.materializer = Materializer(
+        self.writepath = WritePath(self.writer, self._on_committed, self._on_failed)
+        self._generation = 0
+        self.materializer = self._new_materializer()
+
+    def _new_materializer(self) -> Materializer:
+        """A materializer whose batches reach the node only while it is the current one (after a
+        reload, the old one's late batches are dropped)."""
+        self._generation += 1
+        generation = self._generation
+
+        def on_batch(batch: Batch) -> None:
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(self._enqueue, generation, batch)
+
+        return Materializer(
             self.config.bootstrap,
             self.local,
-            self._on_batch_thread,
+            on_batch,
             self._on_error_thread,
-            name=f"materializer-{region_name}",
+            name=f"materializer-{self.name}",
         )
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run a background task, keeping a reference until it ends (asyncio keeps only a weak
+        one: an unreferenced task may be collected mid-flight)."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # --- life cycle ---
 
@@ -134,56 +161,55 @@ class RegionNode:
             None, ensure_topics, self.config.bootstrap, [self.oplog, self.local]
         )
         await self._loop.run_in_executor(None, self.writer.start)
+        await self._catch_up(catch_up_timeout)
+        self.loading = None
+        self.writepath.start()
+        self._spawn(self._housekeeping())
+        if serve_resp:
+            self._server = await serve(self.handle, self.config.bind, self.config.resp_port)
+        log.info("%s serving RESP on %s:%s", self.name, self.config.bind, self.config.resp_port)
+
+    async def _catch_up(self, timeout: float) -> None:
         self.materializer.start()
-        started = time.monotonic()
-        deadline = started + catch_up_timeout
+        deadline = time.monotonic() + timeout
         while not self.materializer.caught_up.is_set():
             if self.fatal:
                 raise RuntimeError(self.fatal)
             if time.monotonic() > deadline:
                 raise CatchUpTimeout(
                     f"{self.name}: did not catch up with the op logs within "
-                    f"{catch_up_timeout:g} s (--catch-up-timeout): "
+                    f"{timeout:g} s (--catch-up-timeout): "
                     f"{self.materializer.records_read} records read, "
                     f"{self.materializer.progress()}"
                 )
             await asyncio.sleep(0.01)
-        await self._drain()
-        self._tasks.append(asyncio.create_task(self._housekeeping()))
-        if serve_resp:
-            self._server = await serve(self.handle, self.config.bind, self.config.resp_port)
-        log.info("%s serving RESP on %s:%s", self.name, self.config.bind, self.config.resp_port)
+        self._apply_inbox()
 
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in self._tasks:
-            task.cancel()
         try:
-            await self._flush_local()
-        except WriterError:
+            await asyncio.wait_for(self.writepath.stop(), 15)
+        except (TimeoutError, WriterError):
             pass
+        for task in list(self._tasks):
+            task.cancel()
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self.materializer.stop)
         await loop.run_in_executor(None, self.writer.close)
 
     # --- remote ops ---
 
-    def _on_batch_thread(self, batch: Batch) -> None:
-        assert self._loop is not None
-        self._loop.call_soon_threadsafe(self._enqueue, batch)
-
     def _on_error_thread(self, exc: Exception) -> None:
         self.fatal = str(exc)
         if self._loop is not None:
             self._loop.call_soon_threadsafe(log.error, "materializer stopped: %s", exc)
 
-    def _enqueue(self, batch: Batch) -> None:
+    def _enqueue(self, generation: int, batch: Batch) -> None:
+        if generation != self._generation:
+            return  # a replaced materializer's late batch
         self._inbox.append(batch)
-        asyncio.ensure_future(self._drain())
-
-    async def _drain(self) -> None:
-        async with self._lock:
+        if self.loading is None:
             self._apply_inbox()
 
     def _apply_inbox(self) -> None:
@@ -210,19 +236,24 @@ class RegionNode:
 
     # --- commands ---
 
-    async def handle(self, session: Session, args: list[bytes]) -> Reply:
+    async def handle(self, session: Session, args: list[bytes]) -> Reply | Held:
         """The RESP entry point: one request of one connection, answered in order.
 
         Redis's processCommand order: the command must exist, the connection must be
         authenticated, the arity must fit; inside MULTI the command is then queued; otherwise a
         connection command runs here, a Redis command we do not implement is refused clearly,
-        and a stream command is dispatched (and may block).
+        and a stream command is dispatched (and may block). The reply is held until the write
+        batch holding anything it may have seen is committed.
         """
         if self._sessions.get(session.id) is not session:
             self._register(session)
         reply = await self._handle(session, args)
         self.stats.count(reply)
-        return reply
+        return self._held(reply)
+
+    def _held(self, reply: Reply) -> Reply | Held:
+        pending = self.writepath.pending()
+        return reply if pending is None else Held(reply, pending)
 
     def _register(self, session: Session) -> None:
         self._sessions[session.id] = session
@@ -251,6 +282,8 @@ class RegionNode:
         builtin = self._builtin(name)
         if builtin is not None:
             return await builtin(session, args)
+        if self.loading is not None:
+            return LOADING
         return await self._run(args, session.lost)
 
     @staticmethod
@@ -262,8 +295,8 @@ class RegionNode:
         return None
 
     async def _run(self, args: list[bytes], lost: asyncio.Future[None] | None = None) -> Reply:
-        """A stream command: dispatch and commit under the lock; a blocking read that found
-        nothing waits for a change of its keys and runs again.
+        """A stream command: dispatch and apply at once; a blocking read that found nothing
+        waits for a change of its keys and runs again.
 
         The timeout counts from the first run (BLOCK 0: forever); a re-run uses the request's
         resolved arguments (XREAD's `$` became the last ID of the first run). `lost` resolves when
@@ -272,9 +305,8 @@ class RegionNode:
         """
         deadline: float | None = None
         while True:
-            async with self._lock:
-                result = dispatch(self._context(), args)
-                reply = await self._commit(result)
+            result = dispatch(self._context(), args)
+            reply = self._issue(result)
             block = result.block
             if block is None or (reply is not NULL_ARRAY and reply is not None):
                 return reply
@@ -290,6 +322,8 @@ class RegionNode:
             await self.waiters.wait(block.keys, remaining, lost)
             if lost is not None and lost.done():
                 return NULL_ARRAY
+            if self.loading is not None:
+                return LOADING
             args = list(block.args)
 
     def _context(self) -> Context:
@@ -302,7 +336,9 @@ class RegionNode:
             self.region_names,
         )
 
-    async def _commit(self, result: Result) -> Reply:
+    def _issue(self, result: Result) -> Reply:
+        """Apply a dispatched command's ops to the state now and put them in the open batch
+        (numbered, with the causal context of this moment); the caller holds the reply."""
         if not result.ops or isinstance(result.reply, CommandError):
             return result.reply
         now = self.now_ms()
@@ -311,93 +347,92 @@ class RegionNode:
             refused = self._write_refusal()
             if refused is not None:
                 return refused
-            prepared = self.region.prepare_all(replicated, now)  # type: ignore[arg-type]
-            try:
-                await self.writer.append(prepared, [])
-            except WriterFenced as exc:
-                self.write_fault = str(exc)
-                return CommandError(f"ERR {exc}")
-            except WriterError as exc:
-                self.write_fault = str(exc)
-                asyncio.ensure_future(self._reread_own_log())
-                return CommandError(f"ERR {exc}; writes are refused until the log is re-read")
-            for op in prepared:
-                self.region.commit(op)
-                self.last_ts[op.origin] = op.ts_ms
-        for body in result.ops:
-            if not ops.is_replicated(body):
-                self._unflushed_local.append(self.region.issue_local(body, now))  # type: ignore[arg-type]
+        prepared = self.region.prepare_all(replicated, now) if replicated else []  # type: ignore[arg-type]
+        for op in prepared:
+            self.region.commit(op)
+        local = [
+            self.region.issue_local(body, now)  # type: ignore[arg-type]
+            for body in result.ops
+            if not ops.is_replicated(body)
+        ]
+        self.writepath.add(prepared, local)
         self.waiters.wake(body.key for body in result.ops)
         return result.reply
+
+    def _on_committed(self, batch: WriteBatch) -> None:
+        for op in batch.replicated:
+            self.last_ts[op.origin] = op.ts_ms
 
     def _write_refusal(self) -> CommandError | None:
         if self.writer.fenced:
             return CommandError(f"ERR {self.write_fault or 'this region writer was fenced'}")
+        if self.loading is not None:
+            return LOADING
         if self.write_fault is not None:
-            return CommandError(
-                f"ERR writes refused until the op log is re-read: {self.write_fault}"
-            )
+            return CommandError(f"ERR writes refused: {self.write_fault}")
         if self.fatal is not None:
             return CommandError(f"ERR writes refused: {self.fatal}")
         return None
 
-    async def _reread_own_log(self) -> None:
-        """After a failed append: read this region's op log to its end (so an op that landed
-        after all is applied and its seq is never reused), then accept writes again."""
+    # --- failure: reload from the log ---
+
+    def _on_failed(self, exc: WriterError) -> None:
+        """A batch did not commit: the state may hold ops the log does not. Serve nothing until
+        it was rebuilt from the log (the log decides whether the failed batch landed)."""
+        self.write_fault = str(exc)
+        log.error("%s: a write batch failed (%s): reloading the state from the log", self.name, exc)
+        if self.loading is None:
+            self.loading = f"reloading after a failed write: {exc}"
+            self._spawn(self._recover())
+
+    async def _recover(self) -> None:
         loop = asyncio.get_running_loop()
-        while not self.writer.fenced:
-            start = self.materializer.positions.get(self.oplog, 0)
+        while True:
+            old = self.materializer
+            await loop.run_in_executor(None, old.stop)
+            self.region = Region(self.config.id, IdMode.parse(self.config.id_mode))
+            self._inbox.clear()
+            self._held_local.clear()
+            self.last_ts = {}
+            self.fatal = None
+            self.materializer = self._new_materializer()
             try:
-                batch = await loop.run_in_executor(
-                    None, self.materializer.read_to_end, self.oplog, start
-                )
-            except Exception as exc:  # Kafka still unreachable: keep refusing, try again
-                log.warning("%s: re-reading %s failed: %s", self.name, self.oplog, exc)
-                await asyncio.sleep(1.0)
+                await self._catch_up(DEFAULT_CATCH_UP_TIMEOUT_S)
+            except (CatchUpTimeout, RuntimeError) as exc:
+                log.warning("%s: reloading failed (%s); retrying", self.name, exc)
+                await asyncio.sleep(RECOVERY_RETRY_S)
                 continue
-            self._inbox.append(batch)
-            await self._drain()
+            break
+        self.loading = None
+        if not self.writer.fenced:
             self.write_fault = None
-            return
+        self.waiters.wake_all()
+        log.warning("%s: state reloaded from the log; serving again", self.name)
 
     # --- background work ---
 
     async def _housekeeping(self) -> None:
-        last_ack = time.monotonic()
         while True:
-            await asyncio.sleep(LOCAL_FLUSH_S)
+            await asyncio.sleep(ACK_FLUSH_S)
             try:
-                await self._flush_local()
-                if time.monotonic() - last_ack >= ACK_FLUSH_S:
-                    last_ack = time.monotonic()
-                    await self.flush_ack_effects()
-            except WriterError as exc:
-                log.warning("%s: background append failed: %s", self.name, exc)
+                self.flush_ack_effects()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("%s: housekeeping failed", self.name)
 
-    async def _flush_local(self) -> None:
-        if not self._unflushed_local:
-            return
-        batch, self._unflushed_local = self._unflushed_local, []
-        try:
-            await self.writer.append([], batch)
-        except WriterError:
-            self._unflushed_local[:0] = batch
-            raise
-
-    async def flush_ack_effects(self) -> int:
-        async with self._lock:
-            effects = self.region.ack_effects()
-            if not effects or self._write_refusal() is not None:
-                return 0
-            prepared = self.region.prepare_all(list(effects), self.now_ms())
-            await self.writer.append(prepared, [])
-            for op in prepared:
-                self.region.commit(op)
-            return len(prepared)
+    def flush_ack_effects(self) -> int:
+        """Issue the consecutive-XACK effects held back for coalescing into the open batch."""
+        if self._write_refusal() is not None:
+            return 0
+        effects = self.region.ack_effects()
+        if not effects:
+            return 0
+        prepared = self.region.prepare_all(list(effects), self.now_ms())
+        for op in prepared:
+            self.region.commit(op)
+        self.writepath.add(prepared, [])
+        return len(prepared)
 
     # --- admin and connection commands ---
 
@@ -448,10 +483,10 @@ class RegionNode:
         return connection.config(session, args, self.settings)
 
     async def _exec(self, session: Session, args: list[bytes]) -> Reply:
-        """EXEC: every queued command under one acquisition of the lock, so nothing of another
-        client or region comes in between. Each command's replicated ops are appended (and
-        acknowledged) before the next command runs, so later commands see earlier writes; a
-        blocking read answers at once as timed out, as in Redis."""
+        """EXEC: every queued command in one go on the event loop (nothing awaits in between), so
+        nothing of another client or region comes in between, later commands see earlier writes,
+        and all the ops land in one write batch: one Kafka transaction. A blocking read answers
+        at once as timed out, as in Redis."""
         try:
             tx = transactions.take(session)
         except CommandError as exc:
@@ -459,11 +494,10 @@ class RegionNode:
         replies: list[Reply] = []
         session.extra[transactions.RUNNING] = len(tx.queued)
         try:
-            async with self._lock:
-                for queued in tx.queued:
-                    reply = await self._exec_one(session, queued)
-                    self.stats.count(reply)
-                    replies.append(reply)
+            for queued in tx.queued:
+                reply = await self._exec_one(session, queued)
+                self.stats.count(reply)
+                replies.append(reply)
         finally:
             session.extra.pop(transactions.RUNNING, None)
         return replies
@@ -472,8 +506,10 @@ class RegionNode:
         try:
             builtin = self._builtin(args[0].lower())
             if builtin is not None:
-                return await builtin(session, args)  # none of them takes the lock (no_multi)
-            return await self._commit(dispatch(self._context(), args))
+                return await builtin(session, args)  # none of them awaits anything (no_multi)
+            if self.loading is not None:
+                return LOADING
+            return self._issue(dispatch(self._context(), args))
         except Exception:  # one broken command must not lose the others' replies
             log.exception("command %r inside EXEC failed", args[:1])
             return CommandError("ERR internal error, see the node's log")
@@ -482,11 +518,10 @@ class RegionNode:
         """Log what is held back for coalescing (XACK effects, local ops) now; used by sync(),
         so the materializer also leaves its idle fetch wait: replicated ops come next."""
         self.materializer.wake()
-        try:
-            await self._flush_local()
-            count = await self.flush_ack_effects()
-        except WriterError as exc:
-            return CommandError(f"ERR {exc}")
+        count = self.flush_ack_effects()
+        failure = await self.writepath.settled()
+        if failure is not None:
+            return failure
         return count if count else OK
 
     async def _crdt_clock(self, session: Session, args: list[bytes]) -> Reply:
@@ -599,7 +634,7 @@ class RegionNode:
                 "mem_allocator": "libc",
             },
             "persistence": {
-                "loading": 0,
+                "loading": int(self.loading is not None),
                 "async_loading": 0,
                 "rdb_changes_since_last_save": 0,
                 "rdb_bgsave_in_progress": 0,
@@ -610,7 +645,8 @@ class RegionNode:
                 "aof_last_write_status": "err" if self._write_refusal() else "ok",
                 "crdt_oplog": self.oplog,
                 "crdt_local_log": self.local,
-                "crdt_local_ops_unflushed": len(self._unflushed_local),
+                "crdt_write_batches": self.writepath.batches,
+                "crdt_write_batch_ops": self.writepath.ops,
             },
             "stats": {
                 "total_connections_received": self.stats.connections,

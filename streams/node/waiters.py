@@ -54,3 +54,7 @@ class Waiters:
             for fut in self._by_key.get(key, ()):
                 if not fut.done():
                     fut.set_result(None)
+
+    def wake_all(self) -> None:
+        """Wake every blocked client (the state was rebuilt: any key may have changed)."""
+        self.wake(list(self._by_key))

@@ -2,14 +2,17 @@
 Protocol.
 
 Requests of one connection are answered strictly in order (pipelining of any depth); each request
-goes to the `Handler`, which owns all command semantics. A protocol error is answered with Redis's
-text after the replies of the requests before it, then the connection closes; other connections
-never notice.
+goes to the `Handler`, which owns all command semantics. A handler may answer with a `Held` reply:
+computed now, sent once its write batch is committed to the op log (group commit). The connection
+goes on dispatching the requests behind it meanwhile, so a pipeline's writes share transactions,
+and the outbox writes replies strictly in request order as they become sendable. A protocol error
+is answered with Redis's text after the replies of the requests before it, then the connection
+closes; other connections never notice.
 
 Backpressure lives in one place, `_Flow`: reading pauses while too many requests wait, and while
 the transport's write buffer is above its high-water mark no further request is run (and reading
 pauses), so a client that never reads its replies holds at most one read's worth of requests and
-one write buffer.
+one write buffer; requests queued plus replies held count together against `MAX_QUEUED`.
 
 A disconnect never cancels a running command (a write half-appended to Kafka must finish and be
 committed to the state); it (or the client's end of input) resolves `Session.lost`, which ends a
@@ -48,7 +51,16 @@ class Session:
     """Resolved when the client disconnects: a blocked command waits on it too."""
 
 
-Handler = Callable[[Session, list[bytes]], Awaitable[Reply]]
+@dataclass(frozen=True, slots=True)
+class Held:
+    """A reply that must not be sent before `until` resolves: to None (send `reply`) or to an
+    error that replaces it (the batch holding the command's ops failed)."""
+
+    reply: Reply
+    until: asyncio.Future[CommandError | None]
+
+
+Handler = Callable[[Session, list[bytes]], Awaitable[Reply | Held]]
 
 
 class _Flow:
@@ -99,6 +111,10 @@ class RespProtocol(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._flow: _Flow | None = None
         self._lost = False
+        self._outbox: deque[Reply | Held] = deque()
+        self._outbox_empty = asyncio.Event()
+        self._outbox_empty.set()
+        self._watched: asyncio.Future[CommandError | None] | None = None
         RespProtocol._next_id += 1
         self.session = Session(RespProtocol._next_id)
 
@@ -166,6 +182,7 @@ class RespProtocol(asyncio.Protocol):
         while not self._lost:
             if not requests:
                 if self._parser.error is not None:
+                    await self._outbox_empty.wait()
                     self._write(CommandError(self._parser.error))
                     self._transport.close()
                     return
@@ -175,11 +192,15 @@ class RespProtocol(asyncio.Protocol):
             if flow.write_paused:
                 await flow.drained.wait()
                 continue
+            if len(self._outbox) >= MAX_QUEUED:
+                await self._outbox_empty.wait()
+                continue
             request = requests.popleft()
             if flow.read_paused:
-                flow.queued = len(requests)
+                flow.queued = len(requests) + len(self._outbox)
                 flow.update()
             if not request:  # end of input: everything before it has been answered
+                await self._outbox_empty.wait()
                 if self._parser.error is not None:
                     self._write(CommandError(self._parser.error))
                 self._transport.close()
@@ -191,10 +212,42 @@ class RespProtocol(asyncio.Protocol):
             except Exception:  # a bug must not kill the connection or the node
                 log.exception("command %r failed", request[:1])
                 reply = CommandError("ERR internal error, see the node's log")
-            self._write(reply)
+            self._send(reply)
             if self.session.closing:
+                await self._outbox_empty.wait()
                 self._transport.close()
                 return
+
+    def _send(self, reply: Reply | Held) -> None:
+        """Queue a reply behind the held ones, then write every reply that may go."""
+        self._outbox.append(reply)
+        self._outbox_empty.clear()
+        self._pump_outbox()
+
+    def _pump_outbox(self, _done: object = None) -> None:
+        outbox = self._outbox
+        while outbox:
+            head = outbox[0]
+            if isinstance(head, Held):
+                if not head.until.done():
+                    if self._watched is not head.until:
+                        self._watched = head.until
+                        head.until.add_done_callback(self._pump_outbox)
+                    return
+                failure = (
+                    CommandError("ERR the write was abandoned (the node is stopping)")
+                    if head.until.cancelled()
+                    else head.until.result()
+                )
+                self._write(head.reply if failure is None else failure)
+            else:
+                self._write(head)
+            outbox.popleft()
+        self._watched = None
+        self._outbox_empty.set()
+        if self._flow is not None and self._flow.read_paused:
+            self._flow.queued = len(self._requests)
+            self._flow.update()
 
     def _write(self, reply: Reply) -> None:
         assert self._transport is not None

@@ -5,7 +5,8 @@ byte for byte with redis-server 7.0.15 where the replies are meant to be the sam
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
+from typing import Any, TypeVar
 
 import hiredis
 import pytest
@@ -13,13 +14,16 @@ from differential.redis_server import RawConnection, RedisServer, find_redis_ser
 
 import streams.node.node as node_module
 from streams import errors
+from streams.commands.reply import Reply
 from streams.crdt import ops
 from streams.node import transactions
 from streams.node.auth import AuthConfig
 from streams.node.node import RegionNode
 from streams.resp.encode import encode
-from streams.resp.server import Session
+from streams.resp.server import Held, Session
 from topology.config import RegionConfig, Topology
+
+T = TypeVar("T")
 
 
 class FakeWriter:
@@ -54,10 +58,42 @@ def _no_kafka(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(node_module, "Materializer", FakeMaterializer)
 
 
+LOOPS: dict[int, asyncio.AbstractEventLoop] = {}
+
+
 def make_node(requirepass: str | None = None, users: list[str] | None = None) -> RegionNode:
-    return RegionNode(
-        TOPOLOGY, "r1", clock=lambda: 1.0, auth_config=AuthConfig.build(requirepass, users)
+    """A node serving from an event loop of its own (its write path's commit task runs there),
+    with nothing to catch up with."""
+    return serving(
+        RegionNode(
+            TOPOLOGY, "r1", clock=lambda: 1.0, auth_config=AuthConfig.build(requirepass, users)
+        )
     )
+
+
+def serving(node: RegionNode) -> RegionNode:
+    loop = LOOPS[id(node)] = asyncio.new_event_loop()
+
+    async def serving() -> None:
+        node._loop = asyncio.get_running_loop()
+        node.loading = None
+        node.writepath.start()
+
+    loop.run_until_complete(serving())
+    return node
+
+
+def run(node: RegionNode, coro: Coroutine[Any, Any, T]) -> T:
+    return LOOPS[id(node)].run_until_complete(coro)
+
+
+async def answer(node: RegionNode, session: Session, args: list[bytes]) -> Reply:
+    """The reply the client gets: a held reply once its write batch committed."""
+    reply = await node.handle(session, args)
+    if isinstance(reply, Held):
+        failure = await reply.until
+        return reply.reply if failure is None else failure
+    return reply
 
 
 class Client:
@@ -72,7 +108,7 @@ class Client:
 
     def call(self, *args: bytes | str) -> bytes:
         raw = [a.encode() if isinstance(a, str) else a for a in args]
-        reply = asyncio.run(self.node.handle(self.session, raw))
+        reply = run(self.node, answer(self.node, self.session, raw))
         return encode(reply, self.session.proto)
 
     def value(self, *args: bytes | str) -> object:
@@ -127,8 +163,8 @@ def test_transaction_state_is_per_connection() -> None:
     assert b.call("XLEN", "s") == b":1\r\n"
 
 
-def test_exec_holds_the_lock_for_the_whole_queue() -> None:
-    """Nothing else runs between the queued commands: a concurrent command waits for EXEC."""
+def test_exec_runs_the_whole_queue_in_one_batch_before_any_other_command() -> None:
+    """Nothing else runs between the queued commands, and their ops share one transaction."""
     node = make_node()
     a, b = Client(node), Client(node)
     a.call("MULTI")
@@ -137,14 +173,16 @@ def test_exec_holds_the_lock_for_the_whole_queue() -> None:
     a.call("XRANGE", "s", "-", "+")
 
     async def both() -> tuple[object, object]:
-        first = asyncio.create_task(node.handle(a.session, [b"EXEC"]))
+        first = asyncio.create_task(answer(node, a.session, [b"EXEC"]))
         await asyncio.sleep(0)
-        second = asyncio.create_task(node.handle(b.session, [b"XADD", b"s", b"*", b"x", b"y"]))
+        second = asyncio.create_task(answer(node, b.session, [b"XADD", b"s", b"*", b"x", b"y"]))
         return await first, await second
 
-    exec_reply, _ = asyncio.run(both())
+    exec_reply, _ = run(node, both())
     assert isinstance(exec_reply, list) and len(exec_reply[3]) == 3
-    assert [len(batch) for batch in node.writer.appends] == [1, 1, 1, 1]  # type: ignore[attr-defined]
+    batches = node.writer.appends  # type: ignore[attr-defined]
+    assert sum(len(batch) for batch in batches) == 4
+    assert [op.body.fields for op in batches[0][:3]] == [(b"f", b"v")] * 3
 
 
 def test_watch_is_refused_clearly_and_unwatch_is_accepted() -> None:
@@ -508,7 +546,7 @@ def test_auth_replies_match_redis(auth_server: RedisServer) -> None:
 
 
 def test_bind_and_port_options_override_the_topology() -> None:
-    node = RegionNode(TOPOLOGY, "r1", bind="0.0.0.0", port=7555)
+    node = serving(RegionNode(TOPOLOGY, "r1", bind="0.0.0.0", port=7555))
     assert (node.config.bind, node.config.resp_port) == ("0.0.0.0", 7555)
     c = Client(node)
     assert c.value("CONFIG", "GET", "port", "bind") == [b"bind", b"0.0.0.0", b"port", b"7555"]
