@@ -19,10 +19,11 @@ a divergence at the source.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import reduce
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from streams.pipeline import folding
@@ -74,6 +75,11 @@ class AuditReport:
         return "\n".join(lines)
 
 
+def _beyond(pos_map: Column) -> Callable[[Column], Column]:
+    """A context entry (region, seq) past the position: the op depends on an op outside."""
+    return lambda e: e["value"] > F.coalesce(pos_map[e["key"]], F.lit(0))
+
+
 def _position(ops: list[DataFrame]) -> dict[int, int]:
     """Per origin: the highest seq every cluster holds, lowered to a causally closed cut."""
     per = [
@@ -90,10 +96,7 @@ def _position(ops: list[DataFrame]) -> dict[int, int]:
         while True:
             pos_map = F.create_map(*[x for o, s in pos.items() for x in (F.lit(o), F.lit(s))])
             inside = union.where(F.col("seq") <= F.coalesce(pos_map[F.col("origin")], F.lit(0)))
-            outside_dep = F.exists(
-                F.map_entries("ctx"),
-                lambda e: e["value"] > F.coalesce(pos_map[e["key"]], F.lit(0)),
-            )
+            outside_dep = F.exists(F.map_entries("ctx"), _beyond(pos_map))
             bad = {
                 r["origin"]: r["m"]
                 for r in inside.where(outside_dep).groupBy("origin")
