@@ -11,6 +11,7 @@ from pathlib import Path
 import redis
 
 from streams.ids import IdMode
+from streams.pipeline import cli as sparkcli
 from streams.replay.cli import register as register_replay_verbs
 from streams.scenarios import Scenario, SyncStep, load_all
 from streams.scenarios.resp_driver import RespDriver
@@ -164,9 +165,7 @@ def _print_scenario(scenario: Scenario, outcomes: list[Outcome]) -> int:
 
 # --- not built yet ----------------------------------------------------------------------------
 
-NOT_BUILT = {
-    "spark": "the Spark jobs",
-}
+NOT_BUILT: dict[str, str] = {}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     replay_verbs = register_replay_verbs(sub)
 
     groupcli.add_parser(sub)
+    sparkcli.add_parser(sub)
 
     for name, what in NOT_BUILT.items():
         sub.add_parser(name, help=f"not built yet: {what}")
@@ -214,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         return replay_verbs[args.command](args)
     if args.command == "group":
         return groupcli.run(args)
+    if args.command == "spark":
+        return sparkcli.run(args)
     if args.command == "up":
         return _up(args)
     if args.command == "status":

@@ -1,0 +1,126 @@
+"""`streams spark audit|export|follow|snapshot`: argument parsing and running (docs/pipeline.md).
+
+PySpark is imported only when a subcommand runs, so `streams --help` works without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    spark = sub.add_parser(
+        "spark",
+        help="Spark jobs over the op logs: audit, export, follow, snapshot",
+        description="Run a PySpark job over the op logs read by the streams_oplog data source "
+        "(docs/pipeline.md). --master defaults to local[*]; Spark reports its own progress.",
+    )
+    jobs = spark.add_subparsers(dest="job", required=True, metavar="JOB")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--master", default=None, help="Spark master (default local[*])")
+        p.add_argument("--shuffle-partitions", type=int, default=None,
+                       help="spark.sql.shuffle.partitions (default: Spark's)")
+
+    audit = jobs.add_parser("audit", help="compare clusters: digests per key, duplicate IDs, "
+                            "op counts, lag percentiles")
+    audit.add_argument("--bootstrap", action="append", required=True,
+                       help="a cluster's Kafka bootstrap (repeat once per cluster)")
+    common(audit)
+
+    export = jobs.add_parser("export", help="converged entries as Parquet, partitioned by key")
+    export.add_argument("--bootstrap", required=True)
+    export.add_argument("--out", required=True, help="output directory (replaced)")
+    export.add_argument("--format", default="parquet", choices=["parquet"])
+    export.add_argument("--min-partitions", type=int, default=None,
+                        help="split offset ranges into at least this many read tasks")
+    common(export)
+
+    follow = jobs.add_parser("follow", help="keep exported entries up to date (streaming)")
+    follow.add_argument("--bootstrap", required=True)
+    follow.add_argument("--out", required=True)
+    follow.add_argument("--checkpoint", required=True, help="Spark checkpoint directory")
+    follow.add_argument("--trigger-seconds", type=float, default=1.0)
+    follow.add_argument("--max-offsets-per-trigger", type=int, default=None)
+    follow.add_argument("--available-now", action="store_true",
+                        help="process what is there now, then stop")
+    common(follow)
+
+    snap = jobs.add_parser("snapshot", help="a region's snapshot (the format nodes boot from)")
+    snap.add_argument("--bootstrap", required=True, help="the region's cluster")
+    snap.add_argument("--region", required=True, help="region name (its .local log is read)")
+    snap.add_argument("--out", required=True, help="snapshot file to write")
+    snap.add_argument("--id-mode", default="strict", choices=["strict", "semi-strict", "liberal"])
+    snap.add_argument("--region-id", type=int, default=None,
+                      help="the region's id, if its logs cannot tell")
+    common(snap)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        from streams.pipeline.session import spark_session
+    except ImportError as exc:
+        print(f"streams spark: PySpark is not installed ({exc}); pip install -e '.[spark]'",
+              file=sys.stderr)
+        return 2
+    from pyspark.errors import PySparkException
+
+    from streams.pipeline.kafka_io import SourceError
+    from streams.pipeline.options import OptionError
+
+    spark = spark_session(args.master, args.shuffle_partitions, app=f"streams-{args.job}")
+    try:
+        return _run(spark, args)
+    except (SourceError, OptionError, ValueError, PySparkException) as exc:
+        print(f"streams spark {args.job}: {_message(exc)}", file=sys.stderr)
+        return 1
+    finally:
+        spark.stop()
+
+
+def _message(exc: BaseException) -> str:
+    """Our own error's line out of a Python data source traceback Spark wrapped, else line 1."""
+    lines = str(exc).splitlines()
+    for line in reversed(lines):
+        for marker in ("SourceError: ", "DataLossError: ", "OptionError: ",
+                       "CorruptRecordError: "):
+            if marker in line:
+                return line.split(marker, 1)[1].strip()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _run(spark: object, args: argparse.Namespace) -> int:
+    from pyspark.sql import SparkSession
+
+    assert isinstance(spark, SparkSession)
+    started = time.monotonic()
+    if args.job == "audit":
+        from streams.pipeline.audit import audit
+
+        report = audit(spark, list(args.bootstrap))
+        print(report.render())
+        return 0 if report.ok else 1
+    if args.job == "export":
+        from streams.pipeline.export import export
+
+        n = export(spark, args.bootstrap, args.out, args.format, args.min_partitions)
+        print(f"exported {n} entries to {args.out} in {time.monotonic() - started:.1f}s")
+        return 0
+    if args.job == "follow":
+        from streams.pipeline.export import follow
+
+        query = follow(spark, args.bootstrap, args.out, args.checkpoint, args.trigger_seconds,
+                       args.max_offsets_per_trigger, args.available_now)
+        try:
+            query.awaitTermination()
+        except KeyboardInterrupt:
+            query.stop()
+        return 0
+    from streams.pipeline.snapshot import snapshot
+
+    digest = snapshot(spark, args.bootstrap, args.region, args.out, args.id_mode,
+                      args.region_id)
+    print(f"snapshot of {args.region} written to {args.out}: digest {digest}")
+    return 0
