@@ -44,9 +44,9 @@ class Pacing:
 
     active_ms: int = 10
     """While records flow: new records are seen within about this long (Tansu)."""
-    idle_ms: int = 250
+    idle_ms: int = 500
     """Once nothing arrived for `idle_after_s`: an idle consumer costs Tansu about 1 % of a
-    core at 250 ms and 7 % at 5 ms; the first record after an idle spell waits up to this."""
+    core at 250-500 ms and 7 % at 5 ms; the first record after an idle spell waits up to this."""
     idle_after_s: float = 2.0
     catch_up_ms: int = 500
     """While reading a backlog: the broker answers as soon as it has data, so a long wait costs

@@ -23,6 +23,7 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
         load(args.topology),
         region,
         debug_clock=args.debug_clock,
+        debug_faults=args.debug_faults,
         bind=args.bind,
         port=args.port,
         auth_config=auth,
@@ -64,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
         "--debug-clock",
         action="store_true",
         help="allow CRDT.CLOCK to pin the node's wall clock (tests and demos only)",
+    )
+    parser.add_argument(
+        "--debug-faults",
+        action="store_true",
+        help="allow CRDT.FAULT to make op-log appends fail (tests only)",
     )
     parser.add_argument(
         "--bind", default=None, help="RESP bind address (default: the topology's, 127.0.0.1)"

@@ -112,6 +112,7 @@ BUILTINS: dict[str, Command] = {
         _cmd("crdt.flush", 1, "admin no_multi"),
         _cmd("crdt.info", 1, "admin"),
         _cmd("crdt.clock", -1, "admin"),
+        _cmd("crdt.fault", 3, "admin no_multi"),
     ]
 }
 
@@ -442,6 +443,7 @@ OWN_DOCS: dict[str, tuple[str, str]] = {
     "crdt.info": ("Region, ID mode, replication lag per origin and op-log positions", "O(1)"),
     "crdt.flush": ("Log held-back XACK effects and local ops now", "O(groups)"),
     "crdt.clock": ("Pin or release the node's clock (with --debug-clock only)", "O(1)"),
+    "crdt.fault": ("Fail the next N op-log appends (with --debug-faults only)", "O(1)"),
     "client|setinfo": ("Set client library name or version (Redis 7.2)", "O(1)"),
 }
 

@@ -69,6 +69,7 @@ class RegionNode:
         region_name: str,
         clock: Clock = time.time,
         debug_clock: bool = False,
+        debug_faults: bool = False,
         bind: str | None = None,
         port: int | None = None,
         auth_config: auth.AuthConfig | None = None,
@@ -100,6 +101,7 @@ class RegionNode:
         self.local = local_topic(region_name)
         self._clock = clock
         self._debug_clock = debug_clock
+        self._debug_faults = debug_faults
         self._pinned_ms: int | None = None
         self._inbox: deque[Batch] = deque()
         self._held_local: deque[ops.LocalOp] = deque()
@@ -457,6 +459,7 @@ class RegionNode:
             b"crdt.flush": self._crdt_flush,
             b"crdt.info": self._crdt_info,
             b"crdt.clock": self._crdt_clock,
+            b"crdt.fault": self._crdt_fault,
         }.get(name)
 
     @staticmethod
@@ -541,6 +544,20 @@ class RegionNode:
             self._pinned_ms = parse_int(args[1])
         except CommandError as exc:
             return exc
+        return OK
+
+    async def _crdt_fault(self, session: Session, args: list[bytes]) -> Reply:
+        """CRDT.FAULT APPEND n: the next n op-log appends fail (their transactions are aborted),
+        to prove the failure path of group commit. Refused unless started with --debug-faults."""
+        if not self._debug_faults:
+            return CommandError("ERR CRDT.FAULT is disabled: start the node with --debug-faults")
+        if args[1].lower() != b"append":
+            return CommandError("ERR CRDT.FAULT knows only APPEND <count>")
+        try:
+            count = parse_int(args[2])
+        except CommandError as exc:
+            return exc
+        self.writer.fail_next = max(0, count)
         return OK
 
     async def _crdt_info(self, session: Session, args: list[bytes]) -> Reply:

@@ -54,6 +54,8 @@ class RegionWriter:
         self.local_topic = local_topic
         self.timeout_s = timeout_s
         self.fenced = False
+        self.fail_next = 0
+        """Test hook (CRDT.FAULT): abort this many upcoming transactions as failed."""
         self._producer = Producer(
             {
                 "bootstrap.servers": bootstrap,
@@ -100,6 +102,10 @@ class RegionWriter:
                     value=encode(record),
                     headers=headers(record),
                 )
+            if self.fail_next > 0:
+                self.fail_next -= 1
+                self._abort()
+                raise WriterError("the op log did not acknowledge the write: injected fault")
             producer.commit_transaction(self.timeout_s)
         except KafkaException as exc:
             error: KafkaError = exc.args[0]
