@@ -73,13 +73,18 @@ class Materializer:
         start_offsets: dict[str, int] | None = None,
         name: str = "materializer",
         pacing: Pacing | None = None,
+        own_topics: frozenset[str] = frozenset(),
     ) -> None:
+        """`own_topics`: the region's own logs; read while catching up, then dropped, since the
+        live node applied their ops when it wrote them (reading them back would only decode
+        every write of the region to throw it away)."""
         self.bootstrap = bootstrap
         self.local_topic = local_topic
         self.name = name
         self._on_batch = on_batch
         self._on_error = on_error
         self._start = dict(start_offsets or {})
+        self.own_topics = own_topics
         self._group_id = f"streams-{name}"
         self.pacing = pacing or Pacing()
         self._pacer = FetchPacer(self.pacing, time.monotonic())
@@ -172,12 +177,22 @@ class Materializer:
                 for t in metadata.topics
                 if self.wants(t) and (t, 0) not in self._tracker.partitions
             ]
+            if self.caught_up.is_set():
+                new = [t for t in new if t not in self.own_topics]
             for topic in new:
                 self._tracker.assign((topic, 0), self._start.get(topic, 0))
         if new:
             self._consumer.incremental_assign(
                 [TopicPartition(t, 0, self._start.get(t, 0)) for t in new]
             )
+
+    def _drop_own_topics(self) -> None:
+        with self._tracker_lock:
+            own = [p for p in self._tracker.partitions if p[0] in self.own_topics]
+            for part in own:
+                del self._tracker.partitions[part]
+        if own:
+            self._consumer.incremental_unassign([TopicPartition(t, p) for t, p in own])
 
     def _repace(self, wait_ms: int) -> None:
         """A new consumer with another fetch wait, assigned where reading stands."""
@@ -252,6 +267,7 @@ class Materializer:
                 if caught_up and not self.caught_up.is_set():
                     self._pacer.caught_up(now)
                     self.caught_up.set()
+                    self._drop_own_topics()
                     log.info(
                         "%s: caught up: %d records in %.1f s", self.name, self.records_read,
                         now - started,

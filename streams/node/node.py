@@ -134,6 +134,8 @@ class RegionNode:
             on_batch,
             self._on_error_thread,
             name=f"materializer-{self.name}",
+            # A fenced node keeps reading its own logs: another writer appends to them now.
+            own_topics=frozenset() if self.writer.fenced else frozenset({self.oplog, self.local}),
         )
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:

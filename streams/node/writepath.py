@@ -18,7 +18,10 @@ fails, the state holds ops the log may not, and later commands built on them. Ev
 the failed batch and of the open one is failed, and the node reloads its state from the log
 before it serves again (`RegionNode._recover`), as Redis exits and reloads its AOF when an fsync
 fails under `appendfsync always`. Whether the failed transaction landed is only known by reading
-the log; the reload settles it.
+the log; the reload settles it. (It can land even after an abort: the embedded Tansu broker
+hands aborted transactional records to read_committed readers, so on it a failed batch whose
+records were produced is applied everywhere; the error therefore says "may or may not have been
+applied", as for a write whose connection dropped.)
 """
 
 from __future__ import annotations
@@ -133,8 +136,8 @@ class WritePath:
     def _fail(self, batch: WriteBatch, exc: WriterError) -> None:
         """The batch in flight failed: it and the open batch (built on its state) fail."""
         error = CommandError(
-            f"ERR the op log did not take the write ({exc}); the node reloads its state from "
-            "the log before it serves again"
+            f"ERR the op log did not confirm the write ({exc}); it may or may not have been "
+            "applied: the node reloads its state from the log before it serves again"
         )
         self._in_flight = None
         doomed = [batch] + ([self._open] if self._open is not None else [])

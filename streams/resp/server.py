@@ -225,24 +225,30 @@ class RespProtocol(asyncio.Protocol):
         self._pump_outbox()
 
     def _pump_outbox(self, _done: object = None) -> None:
+        """Write, in one transport write, every reply at the head of the outbox that may go."""
         outbox = self._outbox
-        while outbox:
-            head = outbox[0]
-            if isinstance(head, Held):
-                if not head.until.done():
-                    if self._watched is not head.until:
-                        self._watched = head.until
-                        head.until.add_done_callback(self._pump_outbox)
-                    return
-                failure = (
-                    CommandError("ERR the write was abandoned (the node is stopping)")
-                    if head.until.cancelled()
-                    else head.until.result()
-                )
-                self._write(head.reply if failure is None else failure)
-            else:
-                self._write(head)
-            outbox.popleft()
+        ready: list[Reply] = []
+        try:
+            while outbox:
+                head = outbox[0]
+                if isinstance(head, Held):
+                    if not head.until.done():
+                        if self._watched is not head.until:
+                            self._watched = head.until
+                            head.until.add_done_callback(self._pump_outbox)
+                        return
+                    failure = (
+                        CommandError("ERR the write was abandoned (the node is stopping)")
+                        if head.until.cancelled()
+                        else head.until.result()
+                    )
+                    ready.append(head.reply if failure is None else failure)
+                else:
+                    ready.append(head)
+                outbox.popleft()
+        finally:
+            if ready:
+                self._write_all(ready)
         self._watched = None
         self._outbox_empty.set()
         if self._flow is not None and self._flow.read_paused:
@@ -250,9 +256,13 @@ class RespProtocol(asyncio.Protocol):
             self._flow.update()
 
     def _write(self, reply: Reply) -> None:
+        self._write_all([reply])
+
+    def _write_all(self, replies: list[Reply]) -> None:
         assert self._transport is not None
         if not self._transport.is_closing():
-            self._transport.write(encode(reply, self.session.proto))
+            proto = self.session.proto
+            self._transport.write(b"".join([encode(reply, proto) for reply in replies]))
 
 
 async def serve(handler: Handler, host: str, port: int) -> asyncio.Server:

@@ -1,6 +1,12 @@
 """Group commit on real brokers: concurrent and pipelined writes share Kafka transactions, every
 acknowledged write is in the log, and a failed transaction fails every write of its batch and of
-the batch built on it, after which the node holds exactly what the log holds."""
+the batch built on it, after which the node holds exactly what the log holds.
+
+Whether a failed write is in the log depends on the broker: Apache Kafka hides an aborted
+transaction from read_committed readers, the embedded Tansu broker does not (measured), so a
+failed batch whose records were produced counts as applied there. The test asserts what holds on
+both: acknowledged writes are all there, nothing else but failed writes is, and the node's state
+is what a fresh read of the log gives."""
 
 from __future__ import annotations
 
@@ -103,15 +109,26 @@ def test_a_failed_transaction_fails_its_batch_and_the_node_reloads_what_the_log_
         assert failed, "the injected fault failed no write"
         assert len(failed) + len(acknowledged) == 400
         assert all(
-            "op log did not take the write" in str(r) or str(r).startswith("LOADING")
+            "may or may not have been applied" in str(r) or str(r).startswith("LOADING")
             for r in failed
         ), {str(r) for r in failed}
         client = topo.client(1)
         serving(client)
-        # Exactly the acknowledged writes are there: the failed batch was aborted, and the
-        # state it had been applied to was rebuilt from the log.
-        ids = [eid for eid, _f in client.xrange(b"f")]
-        assert ids == sorted(committed + acknowledged, key=numeric)
+        # Every acknowledged write is there; anything else there is a write that was failed (its
+        # transaction was aborted after its records were produced; see the module docstring).
+        present = {eid for eid, _f in client.xrange(b"f")}
+        assert set(committed) | set(acknowledged) <= present
+        extra = [f for eid, f in client.xrange(b"f") if eid not in set(committed + acknowledged)]
+        assert len(extra) <= len(failed)
+        sent = {(f[b"w"], f[b"i"]) for f in extra}
+        assert len(sent) == len(extra)  # none twice
+        failed_writes = {
+            (b"%d" % n, b"%d" % i)
+            for n, rs in outcomes.items()
+            for i, r in enumerate(rs)
+            if isinstance(r, redis.ResponseError)
+        }
+        assert sent <= failed_writes
         assert [g["name"] for g in client.xinfo_groups(b"f")] == [b"g"]
         # Writes are taken again, and a restart (a fresh read of the log) agrees.
         client.xadd(b"f", {b"after": b"fault"})

@@ -86,7 +86,12 @@ def test_a_second_writer_for_a_region_fences_the_first() -> None:
                 second.xadd("s", {"n": f"new{i}"})
             assert second.xlen("s") == 15
             deadline = time.monotonic() + 10
-            while first.xlen("s") != 15 and time.monotonic() < deadline:
+            while time.monotonic() < deadline:
+                try:  # the fenced node reloads its state from the log (LOADING) first
+                    if first.xlen("s") == 15:
+                        break
+                except redis.BusyLoadingError:
+                    pass
                 time.sleep(0.02)
             assert first.xlen("s") == 15  # reads go on, following the new writer's log
             assert _oplog_seqs(topo.bootstrap[1], "r1.oplog") == list(range(1, 16))
@@ -139,7 +144,7 @@ def test_a_mirror_restarted_mid_stream_loses_and_repeats_nothing() -> None:
         )
 
 
-def test_a_write_kafka_refuses_is_refused_and_writes_resume_after_the_log_is_re_read(
+def test_a_write_kafka_refuses_is_refused_and_writes_resume_after_the_state_is_reloaded(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("STREAMS_MAX_RECORD_BYTES", str(256 * 1024))
@@ -156,8 +161,7 @@ def test_a_write_kafka_refuses_is_refused_and_writes_resume_after_the_log_is_re_
             try:
                 client.xadd("s", {"n": "2"})
                 break
-            except redis.ResponseError as exc:
-                assert "refused until" in str(exc)
+            except redis.BusyLoadingError:  # LOADING: the state is being rebuilt from the log
                 assert time.monotonic() < deadline, "writes stayed refused"
                 time.sleep(0.05)
         assert [f for _id, f in client.xrange("s")] == [{b"n": b"1"}, {b"n": b"2"}]
