@@ -236,15 +236,17 @@ class LocalTopology:
         if client is not None:
             client.close()
 
-    def start_node(self, i: int) -> None:
+    def start_node(self, i: int, extra_args: list[str] | None = None) -> None:
+        """Start region i's node again; `extra_args`: more `python -m streams.node` options for
+        this start only (e.g. `["--snapshot", FILE]`)."""
         if i in self._procs:
             raise TopologyError(f"region {i}'s node is already running")
-        self._spawn(i)
+        self._spawn(i, extra_args or [])
         self._wait_ready(i)
 
     # --- processes -----------------------------------------------------------------------------
 
-    def _spawn(self, i: int) -> None:
+    def _spawn(self, i: int, extra_args: list[str] | None = None) -> None:
         log = open(self.workdir / f"node-r{i}.log", "ab")
         cmd = [
             sys.executable,
@@ -256,7 +258,7 @@ class LocalTopology:
             self.names[i],
             "--log-level",
             self.node_log_level,
-        ] + (["--debug-clock"] if self.debug_clock else []) + self.node_args
+        ] + (["--debug-clock"] if self.debug_clock else []) + self.node_args + (extra_args or [])
         self._procs[i] = subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=True)
         log.close()
 

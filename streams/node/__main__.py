@@ -24,6 +24,7 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
         region,
         debug_clock=args.debug_clock,
         debug_faults=args.debug_faults,
+        snapshot=args.snapshot,
         bind=args.bind,
         port=args.port,
         auth_config=auth,
@@ -65,6 +66,13 @@ def main(argv: list[str] | None = None) -> int:
         "--debug-clock",
         action="store_true",
         help="allow CRDT.CLOCK to pin the node's wall clock (tests and demos only)",
+    )
+    parser.add_argument(
+        "--snapshot",
+        default=None,
+        metavar="FILE",
+        help="boot from this snapshot file (streams snapshot / streams spark snapshot) and read "
+        "only the op logs' tails",
     )
     parser.add_argument(
         "--debug-faults",

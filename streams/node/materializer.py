@@ -14,6 +14,10 @@ cost per fetch grows with a partition's history; a fixed 5 ms wait made a node w
 thousand transactions in its log unable to start). Changing the wait means a new librdkafka
 consumer, assigned where the old one stopped.
 
+The region's own `.local` topic is read to its end before any other topic is assigned: the
+node's catch-up fold (`streams.replay.fold.Fold`) must know every local op before the replicated
+ops that came after it, to apply each local op on exactly the state it was made on.
+
 A record that does not decode stops the materializer with its topic, partition and offset named:
 nothing is skipped silently.
 """
@@ -85,6 +89,7 @@ class Materializer:
         self._on_error = on_error
         self._start = dict(start_offsets or {})
         self.own_topics = own_topics
+        self._local_read = False  # the .local backlog is read: the other topics may come
         self._group_id = f"streams-{name}"
         self.pacing = pacing or Pacing()
         self._pacer = FetchPacer(self.pacing, time.monotonic())
@@ -179,6 +184,14 @@ class Materializer:
             ]
             if self.caught_up.is_set():
                 new = [t for t in new if t not in self.own_topics]
+            if not self._local_read:
+                local = self._tracker.partitions.get((self.local_topic, 0))
+                if local is not None and local.reached_end:
+                    self._local_read = True
+                elif self.local_topic in metadata.topics:
+                    new = [t for t in new if t == self.local_topic]
+                else:
+                    self._local_read = True  # no local log (yet): nothing to read first
             for topic in new:
                 self._tracker.assign((topic, 0), self._start.get(topic, 0))
         if new:
@@ -262,7 +275,10 @@ class Materializer:
                     self._on_batch(batch)
                 now = time.monotonic()
                 with self._tracker_lock:
-                    caught_up = self._tracker.caught_up()
+                    local = self._tracker.partitions.get((self.local_topic, 0))
+                    if not self._local_read and local is not None and local.reached_end:
+                        next_refresh = 0.0  # assign the other topics now
+                    caught_up = self._local_read and self._tracker.caught_up()
                     behind = {p for p in self._tracker.partitions if self._tracker.behind(p)}
                 if caught_up and not self.caught_up.is_set():
                     self._pacer.caught_up(now)

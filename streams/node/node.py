@@ -40,7 +40,9 @@ from streams.node.materializer import Batch, Materializer
 from streams.node.waiters import Waiters
 from streams.node.writepath import WriteBatch, WritePath
 from streams.node.writer import RegionWriter, WriterError
+from streams.replay.fold import Fold
 from streams.resp.server import Held, Session, serve
+from streams.snapshot import Positions, read_snapshot
 from topology.config import RegionConfig, Topology
 from topology.topics import ensure_topics, local_topic, oplog_topic
 
@@ -61,6 +63,8 @@ class CatchUpTimeout(TimeoutError):
 
 LOADING = CommandError("LOADING Redis is loading the dataset in memory")
 
+Booted = tuple[Region, Positions]
+
 
 class RegionNode:
     def __init__(
@@ -73,8 +77,11 @@ class RegionNode:
         bind: str | None = None,
         port: int | None = None,
         auth_config: auth.AuthConfig | None = None,
+        snapshot: str | None = None,
     ) -> None:
-        """`bind` / `port` override the topology's RESP address; `auth_config` sets passwords."""
+        """`bind` / `port` override the topology's RESP address; `auth_config` sets passwords;
+        `snapshot`: a snapshot file (streams snapshot, streams spark snapshot) to boot from,
+        reading only the logs' tails."""
         self.topology = topology
         config = topology.region(region_name)
         if bind is not None or port is not None:
@@ -105,6 +112,10 @@ class RegionNode:
         self._pinned_ms: int | None = None
         self._inbox: deque[Batch] = deque()
         self._held_local: deque[ops.LocalOp] = deque()
+        self._fold: Fold | None = None
+        self.snapshot_path = snapshot
+        self.booted_from = "full replay of the logs"
+        self.boot_records = 0
         self.waiters = Waiters()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -118,9 +129,9 @@ class RegionNode:
         self._generation = 0
         self.materializer = self._new_materializer()
 
-    def _new_materializer(self) -> Materializer:
+    def _new_materializer(self, start: dict[str, int] | None = None) -> Materializer:
         """A materializer whose batches reach the node only while it is the current one (after a
-        reload, the old one's late batches are dropped)."""
+        reload, the old one's late batches are dropped), reading each topic from `start`."""
         self._generation += 1
         generation = self._generation
 
@@ -133,6 +144,7 @@ class RegionNode:
             self.local,
             on_batch,
             self._on_error_thread,
+            start_offsets=start,
             name=f"materializer-{self.name}",
             # A fenced node keeps reading its own logs: another writer appends to them now.
             own_topics=frozenset() if self.writer.fenced else frozenset({self.oplog, self.local}),
@@ -165,7 +177,8 @@ class RegionNode:
             None, ensure_topics, self.config.bootstrap, [self.oplog, self.local]
         )
         await self._loop.run_in_executor(None, self.writer.start)
-        await self._catch_up(catch_up_timeout)
+        booted = await self._loop.run_in_executor(None, self._read_snapshot)
+        await self._catch_up(catch_up_timeout, booted)
         self.loading = None
         self.writepath.start()
         self._spawn(self._housekeeping())
@@ -173,7 +186,35 @@ class RegionNode:
             self._server = await serve(self.handle, self.config.bind, self.config.resp_port)
         log.info("%s serving RESP on %s:%s", self.name, self.config.bind, self.config.resp_port)
 
-    async def _catch_up(self, timeout: float) -> None:
+    def _read_snapshot(self) -> Booted | None:
+        """The state and positions of the snapshot to boot from, if one was given."""
+        if self.snapshot_path is None:
+            return None
+        with open(self.snapshot_path, "rb") as fp:
+            region, positions, meta = read_snapshot(fp)
+        if region.id != self.region.id:
+            raise ValueError(
+                f"{self.snapshot_path} is a snapshot of region id {region.id}, not of "
+                f"{self.name} (id {self.region.id})"
+            )
+        self.booted_from = f"snapshot file {self.snapshot_path}"
+        return region, positions
+
+    async def _catch_up(self, timeout: float, booted: Booted | None = None) -> None:
+        """Fold every log from the start (or from a snapshot's positions) to its end.
+
+        The fold gates replicated ops on the region's local ops (`streams.replay.fold`), so each
+        local op (a delivery, an ack) is applied on the state it was made on, as replay and
+        Spark do; the materializer reads `.local` first for that."""
+        if booted is None:
+            region = Region(self.config.id, IdMode.parse(self.config.id_mode))
+            positions: dict[tuple[str, int], int] = {}
+        else:
+            region, positions = booted
+        self.region = region
+        self._fold = Fold(region, positions=positions)
+        if booted is not None or self.materializer.caught_up.is_set():
+            self.materializer = self._new_materializer({t: o for (t, _p), o in positions.items()})
         self.materializer.start()
         deadline = time.monotonic() + timeout
         while not self.materializer.caught_up.is_set():
@@ -187,6 +228,10 @@ class RegionNode:
                     f"{self.materializer.progress()}"
                 )
             await asyncio.sleep(0.01)
+        self._apply_inbox()
+        self._fold.finish()
+        self._fold = None
+        self.boot_records = self.materializer.records_read
         self._apply_inbox()
 
     async def stop(self) -> None:
@@ -213,10 +258,15 @@ class RegionNode:
         if generation != self._generation:
             return  # a replaced materializer's late batch
         self._inbox.append(batch)
-        if self.loading is None:
-            self._apply_inbox()
+        self._apply_inbox()
 
     def _apply_inbox(self) -> None:
+        fold = self._fold
+        if fold is not None:  # catching up: the fold orders local and replicated ops
+            while self._inbox:
+                for item in self._inbox.popleft():
+                    fold.feed((item.topic, item.partition), item.offset, item.record)
+            return
         touched: set[bytes] = set()
         while self._inbox:
             for item in self._inbox.popleft():
@@ -394,12 +444,12 @@ class RegionNode:
         while True:
             old = self.materializer
             await loop.run_in_executor(None, old.stop)
-            self.region = Region(self.config.id, IdMode.parse(self.config.id_mode))
             self._inbox.clear()
             self._held_local.clear()
             self.last_ts = {}
             self.fatal = None
             self.materializer = self._new_materializer()
+            self.booted_from = "full replay of the logs (reload after a failed write)"
             try:
                 await self._catch_up(DEFAULT_CATCH_UP_TIMEOUT_S)
             except (CatchUpTimeout, RuntimeError) as exc:
@@ -584,6 +634,8 @@ class RegionNode:
             "waiting_ops": self.region.causal.waiting,
             "ms_since_last_op": " ".join(f"{k}={v}" for k, v in lag.items()),
             "local_seq": self.region.local_seq,
+            "booted_from": self.booted_from,
+            "boot_records_read": self.boot_records,
             "write_fault": self.write_fault or "",
             "materializer_error": self.fatal or "",
             "topics": " ".join(f"{t}@{p}" for t, p in sorted(self.materializer.positions.items())),
