@@ -25,8 +25,10 @@ from streams.replay.describe import (
     text,
 )
 from streams.replay.positions import PositionError, parse_time
-from streams.replay.run import CorruptError, Replayed, Request, replay
+from streams.replay.run import DEFAULT_AUDIT, CorruptError, Replayed, Request, replay
 from streams.snapshot import SnapshotError, write_snapshot
+from topology.config import TopologyError
+from topology.config import load as load_topology
 
 EXIT_OK, EXIT_DIFFERS, EXIT_CORRUPT, EXIT_POSITION = 0, 1, 2, 3
 
@@ -61,16 +63,44 @@ def _position_args(p: argparse.ArgumentParser) -> None:
     where.add_argument("--time", help="ISO 8601: each topic as it was then (record timestamps)")
 
 
-def _replay_args(p: argparse.ArgumentParser) -> None:
+def _cluster_args(p: argparse.ArgumentParser, what: str = "the region's Kafka cluster") -> None:
+    p.add_argument("--bootstrap", help=f"{what} HOST:PORT")
+    p.add_argument("--topology", help="a topology file (as `streams up` writes it): the "
+                   "cluster is the one of --region")
+
+
+def _bootstrap(args: argparse.Namespace) -> str:
+    """The cluster to read: --bootstrap, else --region's cluster in --topology."""
+    if args.bootstrap:
+        return str(args.bootstrap)
+    if not args.topology:
+        raise PositionError("give --bootstrap HOST:PORT, or --topology FILE with --region NAME")
+    try:
+        topology = load_topology(args.topology)
+    except TopologyError as exc:
+        raise PositionError(str(exc)) from None
+    if not args.region:
+        regions = ", ".join(topology.names)
+        raise PositionError(f"--topology: name the region with --region ({regions})")
+    try:
+        return topology.region(args.region).bootstrap
+    except KeyError as exc:
+        raise PositionError(f"--topology {args.topology}: {exc.args[0]}") from None
+
+
+def _replay_args(p: argparse.ArgumentParser, snapshot: bool = True) -> None:
     p.add_argument("--region", help="the region replayed (default: the one whose .local log the "
-                   "cluster holds)")
+                   "cluster holds; required with --topology)")
     _position_args(p)
-    p.add_argument("--snapshot", help="start from this snapshot file and read only the tail")
+    if snapshot:
+        p.add_argument("--snapshot", help="start from this snapshot file and read only the tail")
     p.add_argument("--on-corrupt", choices=["fail", "skip"], default="fail",
                    help="fail (default) stops at an undecodable record; skip goes on, writes "
                    "each skipped position to --audit and marks the state tainted (exit 2)")
-    p.add_argument("--audit", default="streams-skipped.jsonl",
-                   help="where skipped positions go (JSON lines)")
+    p.add_argument("--audit", default=DEFAULT_AUDIT,
+                   help="with --on-corrupt skip: the JSON-lines file skipped positions are "
+                   f"appended to (default: ./{DEFAULT_AUDIT} in the current directory, created "
+                   "only when a record is skipped)")
     p.add_argument("--id-mode", default="strict", choices=["strict", "semi-strict", "liberal"])
 
 
@@ -82,7 +112,8 @@ def register(sub: Any) -> dict[str, Handler]:
         "arguments. A record that does not decode is shown as such and the listing goes on "
         "(exit 2 at the end).",
     )
-    log.add_argument("--bootstrap", required=True, help="Kafka cluster HOST:PORT")
+    _cluster_args(log, "the Kafka cluster")
+    log.add_argument("--region", help="with --topology: whose cluster to read")
     log.add_argument("--topic", required=True, help="e.g. r1.oplog or r1.local")
     start = log.add_mutually_exclusive_group()
     start.add_argument("--from", dest="from_offset", type=int, default=0, help="first offset")
@@ -98,20 +129,25 @@ def register(sub: Any) -> dict[str, Handler]:
         "print streams, groups, R's PEL and consumers, and the digest (= CRDT.DIGEST of a live "
         "node at that position).",
     )
-    rp.add_argument("--bootstrap", required=True, help="the region's Kafka cluster HOST:PORT")
+    _cluster_args(rp)
     _replay_args(rp)
     rp.add_argument("--key", help="print only this key")
     rp.add_argument("--digest", action="store_true", help="print only the digest")
     rp.add_argument("--json", action="store_true", help=f"JSON lines (schema v{SCHEMA_VERSION})")
     rp.add_argument("--serve", type=int, metavar="PORT",
-                    help="not built yet: serve the state read-only over RESP")
+                    help="serve the replayed state read-only over RESP on this port (0: a free "
+                    "one, printed) until Ctrl-C: redis-cli / redis-py can run XRANGE, "
+                    "XREVRANGE, XINFO, XPENDING, XLEN ...; writes are refused. REPLAY.SEEK "
+                    "<position> moves the view (r1=120,r2=98 | AT v | OFFSETS t=o,... | TIME "
+                    "iso | END), REPLAY.POSITION prints the position and digest")
+    rp.add_argument("--host", default="127.0.0.1", help="with --serve: address to bind")
 
     sn = sub.add_parser(
         "snapshot", help="write a region's state and the positions it covers to a file",
         description="Replay a region (to its end, or to a position) and write a snapshot "
         "(streams/snapshot format) that a node or `streams replay --snapshot` starts from.",
     )
-    sn.add_argument("--bootstrap", required=True)
+    _cluster_args(sn)
     _replay_args(sn)
     sn.add_argument("--out", required=True, help="the snapshot file to write")
 
@@ -128,17 +164,36 @@ def register(sub: Any) -> dict[str, Handler]:
     df.add_argument("--region", action="append",
                     help="the region of each cluster, in the same order (default: inferred)")
     df.add_argument("--json", action="store_true", help=f"JSON lines (schema v{SCHEMA_VERSION})")
+
+    hs = sub.add_parser(
+        "history", help="every op that touched a key, in the order the region applied them",
+        description="Replay a region from the start of its logs and list every op that touched "
+        "KEY, from every region's op log on the cluster and the region's own .local log, in the "
+        "order the region applied them: the apply index, topic@offset, dot, causal context, "
+        "origin time, and what the op changed (the entry an XADD added; the entries an XDEL, "
+        "XTRIM or DEL removed, and those it kept because it had not observed them; whether a "
+        "group create took effect or a tombstone beat it; what a local op delivered, acked or "
+        "claimed, and consumers created or deleted). Ops read but not applied (waiting for a "
+        "causal dependency, or past the position) are listed last. Exit 0 done, 2 corrupt or "
+        "tainted, 3 a position that cannot be resolved.",
+    )
+    hs.add_argument("key", help="the stream key")
+    _cluster_args(hs)
+    _replay_args(hs, snapshot=False)
+    hs.add_argument("--json", action="store_true", help=f"JSON lines (schema v{SCHEMA_VERSION})")
     return {"log": _guard("log", _log), "replay": _guard("replay", _replay),
-            "snapshot": _guard("snapshot", _snapshot), "diff": _guard("diff", _diff)}
+            "snapshot": _guard("snapshot", _snapshot), "diff": _guard("diff", _diff),
+            "history": _guard("history", _history)}
 
 
 # --- log -------------------------------------------------------------------------------------
 
 
 def _log(args: argparse.Namespace) -> int:
-    topics = reader.list_topics(args.bootstrap)
+    bootstrap = _bootstrap(args)
+    topics = reader.list_topics(bootstrap)
     if args.topic not in topics:
-        raise PositionError(f"no topic {args.topic} on {args.bootstrap} ({', '.join(topics)})")
+        raise PositionError(f"no topic {args.topic} on {bootstrap} ({', '.join(topics)})")
     since = parse_time(args.time) if args.time else None
     key = args.key.encode() if args.key else None
     corrupt = 0
@@ -166,7 +221,7 @@ def _log(args: argparse.Namespace) -> int:
         print(json.dumps(view) if args.json else record_line(view), flush=True)
         return True
 
-    reader.read(args.bootstrap, {(args.topic, 0): args.from_offset}, sink, follow=args.follow)
+    reader.read(bootstrap, {(args.topic, 0): args.from_offset}, sink, follow=args.follow)
     return EXIT_CORRUPT if corrupt else EXIT_OK
 
 
@@ -175,9 +230,9 @@ def _log(args: argparse.Namespace) -> int:
 
 def _request(args: argparse.Namespace, progress: bool) -> Request:
     return Request(
-        bootstrap=args.bootstrap, region=args.region, at=args.at, offsets=args.offsets,
-        time=args.time, snapshot=args.snapshot, on_corrupt=args.on_corrupt, audit=args.audit,
-        progress=progress, id_mode=args.id_mode,
+        bootstrap=_bootstrap(args), region=args.region, at=args.at, offsets=args.offsets,
+        time=args.time, snapshot=getattr(args, "snapshot", None), on_corrupt=args.on_corrupt,
+        audit=args.audit, progress=progress, id_mode=args.id_mode,
     )
 
 
@@ -239,7 +294,7 @@ def _replay(args: argparse.Namespace) -> int:
 def _snapshot(args: argparse.Namespace) -> int:
     result = replay(_request(args, progress=True))
     meta = {"writer": "streams snapshot", "created_at_ms": str(int(time.time() * 1000)),
-            "source": args.bootstrap, "tainted": "true" if result.tainted else "false"}
+            "source": _bootstrap(args), "tainted": "true" if result.tainted else "false"}
     positions = result.fold.safe_positions()
     tmp = f"{args.out}.tmp"
     with open(tmp, "wb") as out:
@@ -306,3 +361,34 @@ def _diff(args: argparse.Namespace) -> int:
                           "(read, held back waiting for a causal dependency)")
         print(f"{report.equal_keys} key(s) equal")
     return EXIT_DIFFERS if report.differs else EXIT_OK
+
+
+# --- history ---------------------------------------------------------------------------------
+
+
+def _history(args: argparse.Namespace) -> int:
+    from streams.replay import history as hist
+
+    h = hist.history(_request(args, progress=not args.json), args.key.encode())
+    result = h.result
+    names = result.names
+    views = [hist.step_view(step, h) for step in [*h.steps, *h.unapplied]]
+    summary_line = hist.summary_view(h)
+    if args.json:
+        for view in views:
+            print(json.dumps(view))
+        print(json.dumps(summary_line))
+    else:
+        vector = ",".join(f"{n}={v}" for n, v in summary_line["vector"].items()) or "(empty)"
+        print(f"history of {args.key} in region {result.region_name} (id {result.region.id}) at "
+              f"{vector}: {len(h.steps)} op(s) applied, {len(h.unapplied)} read but not "
+              f"applied; {result.records} records in {summary_line['seconds']}s")
+        if not views:
+            print(f"(no op in these logs touched key {args.key})")
+        for view in views:
+            print(hist.step_line(view, names))
+    if result.tainted:
+        print(f"streams history: TAINTED: built over {len(result.skipped)} skipped record(s) "
+              f"(listed in {args.audit})", file=sys.stderr)
+        return EXIT_CORRUPT
+    return EXIT_OK

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -20,12 +21,19 @@ from streams.ids import IdMode
 from streams.ops.codec import DecodeError, decode
 from streams.replay import reader
 from streams.replay.describe import SCHEMA_VERSION
-from streams.replay.fold import Fold, Observer
+from streams.replay.fold import Fold, Observer, Record
 from streams.replay.positions import PositionError, parse_offsets, parse_time, resolve_at
 from streams.snapshot import read_snapshot
 from topology.topics import LOCAL_SUFFIX, OPLOG_SUFFIX
 
 Partition = tuple[str, int]
+Listener = Callable[[Partition, int, Record], None]
+"""Called with every decoded record before the fold is fed it (history: what was read)."""
+RegionFactory = Callable[[int, IdMode], Region]
+
+DEFAULT_AUDIT = "streams-skipped.jsonl"
+"""Where `--on-corrupt skip` appends skipped positions unless `--audit` says otherwise (created
+only when a record is skipped)."""
 
 
 class CorruptError(RuntimeError):
@@ -45,6 +53,9 @@ class Request:
     progress: bool = False
     observer: Observer | None = None
     id_mode: str = "strict"
+    listen: Listener | None = None
+    make_region: RegionFactory | None = None
+    """A Region subclass to fold into (history watches one key); not with a snapshot."""
 
 
 @dataclass
@@ -138,10 +149,13 @@ def replay(req: Request) -> Replayed:
         region_id = 0  # the region never wrote: its id matters for nothing replayed
     names.setdefault(region_id, region_name)
 
-    region = Region(region_id, IdMode.parse(req.id_mode))
+    mode = IdMode.parse(req.id_mode)
+    region = (req.make_region or Region)(region_id, mode)
     start_positions: dict[Partition, int] = {}
     tainted = False
     if req.snapshot is not None:
+        if req.make_region is not None:
+            raise PositionError("this verb replays from the start: it takes no --snapshot")
         with open(req.snapshot, "rb") as fp:
             region, start_positions, meta = read_snapshot(fp)
         if region.id != region_id:
@@ -172,9 +186,10 @@ def replay(req: Request) -> Replayed:
     fold = Fold(region, positions=start_positions, cut=cut, observer=req.observer)
     result = Replayed(fold, region_name, names, [local, *oplogs], tainted=tainted)
     max_seq: dict[int, int] = {}
-    audit_fp = open(req.audit, "a") if req.audit else None  # noqa: SIM115
+    audit_fp: TextIO | None = None  # opened at the first skipped record, never before
 
     def sink(raw: reader.Raw) -> bool:
+        nonlocal audit_fp
         part = (raw.topic, raw.partition)
         if until_ms is not None and raw.timestamp_ms is not None and raw.timestamp_ms > until_ms:
             return False
@@ -198,6 +213,8 @@ def replay(req: Request) -> Replayed:
             }
             result.skipped.append(entry)
             result.tainted = True
+            if audit_fp is None and req.audit:
+                audit_fp = open(req.audit, "a")  # noqa: SIM115 (closed after the read)
             if audit_fp is not None:
                 audit_fp.write(json.dumps(entry) + "\n")
                 audit_fp.flush()
@@ -205,6 +222,8 @@ def replay(req: Request) -> Replayed:
             return True
         if isinstance(record, ops.Op):
             max_seq[record.origin] = max(max_seq.get(record.origin, 0), record.seq)
+        if req.listen is not None:
+            req.listen(part, raw.offset, record)
         fold.feed(part, raw.offset, record)
         # An op log holds one origin's ops in seq order: past the cut, nothing more is needed.
         past = isinstance(record, ops.Op) and cut is not None

@@ -1,0 +1,485 @@
+"""`streams history KEY`: every op that touched one key, in the order the region applied them,
+each with its position and what it changed.
+
+Why a Region subclass (`KeyWatch`): the fold's observer (`fold.Applied`) gives the apply order and
+where each record was read, but it is called after `Region.receive` has applied every op the
+causal buffer released, so "before" is gone by then. `KeyWatch` applies the released ops one by
+one and, for ops on the watched key only, looks at the key just before and just after: the
+entries an XDEL / XTRIM / DEL removed (and the ones it kept because it had not observed them),
+whether a group create took effect or a tombstone beat it, what a local op did to the PEL and the
+consumers. Ops on other keys cost nothing extra.
+
+Ops read but never applied (waiting for a causal dependency at the end of the logs, or past the
+requested position) are listed after the applied ones, with what they wait for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from streams.crdt import ops
+from streams.crdt.groups import Group, pel_ref
+from streams.crdt.region import Region
+from streams.crdt.state import KeyState
+from streams.ids import MAX_ID, MIN_ID, IdMode, StreamID
+from streams.replay.describe import SCHEMA_VERSION, record_view, sid, text
+from streams.replay.fold import Applied, Partition, Record
+from streams.replay.run import Replayed, Request, replay
+
+EntryKey = tuple[StreamID, int]
+"""(id, origin): one entry, even when another origin holds the same ID."""
+
+
+# --- looking at the key before and after one op -------------------------------------------------
+
+
+def _entries(ks: KeyState | None) -> dict[EntryKey, ops.Fields]:
+    if ks is None:
+        return {}
+    return {(s, o): f for s, o, f in ks.entries.range(MIN_ID, MAX_ID)}
+
+
+def _entry(e: EntryKey) -> dict[str, Any]:
+    return {"id": sid(e[0]), "origin": e[1]}
+
+
+def _entry_text(e: dict[str, Any]) -> str:
+    return f"{e['id']} (r{e['origin']})"
+
+
+@dataclass
+class GroupLook:
+    """What a local op may change in a group: PEL owners, consumers, the delivery position."""
+
+    pel: dict[tuple[int, int, int], tuple[bytes, int]]
+    consumers: set[bytes]
+    last_delivered: StreamID
+
+    @classmethod
+    def of(cls, group: Group | None) -> GroupLook | None:
+        if group is None:
+            return None
+        return cls(
+            {k: (p.consumer, p.delivery_count) for k, p in group.pel.items()},
+            set(group.consumers),
+            group.last_delivered(),
+        )
+
+
+def _pel_entry(key: tuple[int, int, int], consumer: bytes | None = None) -> dict[str, Any]:
+    origin, s = pel_ref(key)
+    out: dict[str, Any] = {"id": sid(s), "origin": origin}
+    if consumer is not None:
+        out["consumer"] = text(consumer)
+    return out
+
+
+def _covered(op: ops.Op) -> dict[int, int]:
+    covered = dict(op.ctx)
+    covered[op.origin] = op.seq - 1
+    return covered
+
+
+def _dot(d: tuple[int, int]) -> str:
+    return f"{d[0]}:{d[1]}"
+
+
+def replicated_effect(
+    op: ops.Op, before: KeyState | None, after: KeyState | None, snap: dict[str, Any]
+) -> dict[str, Any]:
+    """What `op` changed in its key (`snap` holds what was captured before it was applied)."""
+    body = op.body
+    effect: dict[str, Any] = {}
+    if isinstance(body, ops.XAdd):
+        effect["added"] = {**_entry((body.id, op.origin)), "fields": [text(f) for f in body.fields]}
+        holders = after.entries.origins_with(body.id) if after else []
+        others = [o for o in holders if o != op.origin]
+        if others:
+            effect["same_id_in"] = others  # liberal / semi-strict duplicates
+    elif isinstance(body, ops.XDel):
+        removed = [e for e in snap["named"] if after is None or e[1] not in
+                   after.entries.origins_with(e[0])]
+        effect["removed"] = [_entry(e) for e in removed]
+        kept = [e for e in snap["named"] if e not in removed]
+        effect["kept_unobserved"] = [_entry(e) for e in kept]
+        gone = {e[0] for e in snap["named"]}
+        effect["not_present"] = [sid(s) for s in body.ids if s not in gone]
+    elif isinstance(body, ops.XTrim | ops.Del):
+        now = _entries(after)
+        was: dict[EntryKey, ops.Fields] = snap["entries"]
+        effect["removed"] = [_entry(e) for e in sorted(was) if e not in now]
+        if isinstance(body, ops.Del):
+            # A DEL removes every entry it observed: what is left, it had not.
+            effect["kept_unobserved"] = [_entry(e) for e in sorted(now) if e in was]
+            effect["groups_destroyed"] = [text(g) for g in sorted(snap["groups"])]
+        else:
+            limits = dict(body.thresholds)
+            effect["kept_unobserved"] = [
+                _entry(e) for e in sorted(now)
+                if e[1] in limits and e[0] <= limits[e[1]] and e in was
+            ]
+    elif isinstance(body, ops.XSetId):
+        ks = after
+        effect["last_id"] = [snap["last_id"], sid(ks.last_id) if ks else None]
+        if ks is not None:
+            effect["entries_added"] = ks.entries_added
+            effect["max_deleted_id"] = sid(ks.max_deleted_id)
+    elif isinstance(body, ops.GroupCreate):
+        existed = snap["group"]
+        exists = after is not None and body.group in after.groups
+        covered = _covered(op)
+        beaten_by = [
+            d for d in snap["tombstones"] if covered.get(d[0], 0) < d[1]
+        ]
+        if beaten_by:
+            effect["result"] = "beaten"
+            effect["beaten_by"] = [_dot(d) for d in beaten_by]
+        elif existed:
+            effect["result"] = "merged"
+        elif exists:
+            effect["result"] = "created"
+        else:
+            effect["result"] = "no effect"
+    elif isinstance(body, ops.GroupDestroy):
+        effect["result"] = "destroyed" if snap["group"] else "no such group here"
+        effect["tombstone"] = _dot((op.origin, op.seq))
+    elif isinstance(body, ops.AckEffect):
+        look: GroupLook | None = snap["look"]
+        if look is None:
+            effect["result"] = "no such group here"
+        else:
+            group = after.groups.get(body.group) if after else None
+            now_at = group.last_delivered() if group else None
+            effect["result"] = "applied"
+            effect["frontier"] = {str(o): sid(f) for o, f in body.frontier}
+            effect["last_delivered"] = [sid(look.last_delivered),
+                                        sid(now_at) if now_at else None]
+    return effect
+
+
+def local_effect(
+    record: ops.LocalOp, look: GroupLook | None, after_group: Group | None
+) -> dict[str, Any]:
+    """What a local op did to its group: delivered, acked, claimed, dropped, consumers."""
+    body = record.body
+    if look is None or after_group is None:
+        return {"result": "no such group here (destroyed, maybe concurrently): no effect"}
+    now = GroupLook.of(after_group)
+    assert now is not None
+    effect: dict[str, Any] = {"result": "applied"}
+    if isinstance(body, ops.Deliver):
+        effect["delivered"] = [
+            {"id": sid(s), "origin": o, "consumer": text(body.consumer)} for o, s in body.entries
+        ]
+        if body.noack:
+            effect["noack"] = True
+    if isinstance(body, ops.TouchConsumer) and body.redelivered:
+        effect["redelivered"] = [{"id": sid(s), "origin": o} for o, s in body.redelivered]
+    removed = [k for k in look.pel if k not in now.pel]
+    if isinstance(body, ops.Ack):
+        effect["acked"] = [_pel_entry(k) for k in removed]
+        acked = {(k[0], k[1]) for k in removed}
+        effect["not_pending"] = [sid(s) for s in body.ids if s not in acked]
+    elif removed:
+        effect["dropped"] = [_pel_entry(k, look.pel[k][0]) for k in removed]
+    if isinstance(body, ops.Claim):
+        effect["claimed"] = [
+            {**_pel_entry(k, c), "from": text(look.pel[k][0]) if k in look.pel else None}
+            for k, (c, _n) in now.pel.items()
+            if k not in look.pel or look.pel[k] != now.pel[k]
+        ]
+    created = sorted(now.consumers - look.consumers)
+    deleted = sorted(look.consumers - now.consumers)
+    if created:
+        effect["consumers_created"] = [text(c) for c in created]
+    if deleted:
+        effect["consumers_deleted"] = [text(c) for c in deleted]
+    if now.last_delivered != look.last_delivered:
+        effect["last_delivered"] = [sid(look.last_delivered), sid(now.last_delivered)]
+    return effect
+
+
+class KeyWatch(Region):
+    """A Region that records what each op on one key changed, keyed by the op's dot."""
+
+    __slots__ = ("key", "effects")
+
+    def __init__(self, region_id: int, mode: IdMode = IdMode.STRICT, *, key: bytes) -> None:
+        super().__init__(region_id, mode)
+        self.key = key
+        self.effects: dict[tuple[str, int, int], dict[str, Any]] = {}
+
+    def receive(self, op: ops.Op) -> list[ops.Op]:
+        released = self.causal.offer(op)
+        for ready in released:
+            if ready.body.key != self.key:
+                self.state.apply(ready)
+                continue
+            snap = self._before(ready)
+            before = self.state.raw(self.key)
+            self.state.apply(ready)
+            after = self.state.get(self.key)
+            self.effects[("op", ready.origin, ready.seq)] = replicated_effect(
+                ready, before, after, snap
+            )
+        return released
+
+    def apply_local(self, record: ops.LocalOp) -> None:
+        if record.body.key != self.key:
+            super().apply_local(record)
+            return
+        look = GroupLook.of(self.state.group(self.key, record.body.group))
+        super().apply_local(record)
+        after = self.state.group(self.key, record.body.group)
+        self.effects[("local", record.region, record.seq)] = local_effect(record, look, after)
+
+    def _before(self, op: ops.Op) -> dict[str, Any]:
+        ks = self.state.raw(self.key)
+        body = op.body
+        snap: dict[str, Any] = {}
+        if isinstance(body, ops.XDel):
+            snap["named"] = [
+                (s, o) for s in body.ids for o in (ks.entries.origins_with(s) if ks else [])
+            ]
+        elif isinstance(body, ops.XTrim | ops.Del):
+            snap["entries"] = _entries(ks)
+            snap["groups"] = set(ks.groups) if ks else set()
+        elif isinstance(body, ops.XSetId):
+            snap["last_id"] = sid(ks.last_id) if ks else None
+        elif isinstance(body, ops.GroupCreate | ops.GroupDestroy):
+            snap["group"] = ks is not None and body.group in ks.groups
+            snap["tombstones"] = (
+                [] if ks is None
+                else [*ks.del_tombstones, *ks.group_tombstones.get(body.group, [])]
+            )
+        elif isinstance(body, ops.AckEffect):
+            snap["look"] = GroupLook.of(ks.groups.get(body.group) if ks else None)
+        return snap
+
+
+# --- the listing --------------------------------------------------------------------------------
+
+
+def _ident(record: Record) -> tuple[str, int, int]:
+    if isinstance(record, ops.Op):
+        return ("op", record.origin, record.seq)
+    return ("local", record.region, record.seq)
+
+
+@dataclass
+class Step:
+    """One op on the key: where it was read, its apply index (None: not applied), its effect."""
+
+    part: Partition
+    offset: int
+    record: Record
+    index: int | None
+    effect: dict[str, Any]
+
+
+@dataclass
+class History:
+    key: bytes
+    result: Replayed
+    steps: list[Step] = field(default_factory=list)
+    unapplied: list[Step] = field(default_factory=list)
+
+
+def history(req: Request, key: bytes) -> History:
+    """Replay `req`'s region from the start, watching `key`."""
+    applied: list[Applied] = []
+    read: dict[tuple[str, int, int], tuple[Partition, int, Record]] = {}
+
+    def observe(x: Applied) -> None:
+        if x.record.body.key == key:
+            applied.append(x)
+
+    def listen(part: Partition, offset: int, record: Record) -> None:
+        if record.body.key == key:
+            read.setdefault(_ident(record), (part, offset, record))
+
+    watch: list[KeyWatch] = []
+
+    def make(region_id: int, mode: IdMode) -> Region:
+        region = KeyWatch(region_id, mode, key=key)
+        watch.append(region)
+        return region
+
+    req.observer, req.listen, req.make_region = observe, listen, make
+    result = replay(req)
+    effects = watch[0].effects
+    out = History(key, result)
+    done: set[tuple[str, int, int]] = set()
+    for x in applied:
+        ident = _ident(x.record)
+        done.add(ident)
+        out.steps.append(Step(x.part, x.offset, x.record, x.index, effects.get(ident, {})))
+    region = result.region
+    for ident, (part, offset, record) in read.items():
+        if ident in done:
+            continue
+        if isinstance(record, ops.LocalOp) and record.region != region.id:
+            continue  # another region's local log: never folded here
+        out.unapplied.append(Step(part, offset, record, None, _why_not(record, result)))
+    return out
+
+
+def _why_not(record: Record, result: Replayed) -> dict[str, Any]:
+    """Why a record that was read is not applied: past the cut, or what it still waits for."""
+    applied = result.region.vector
+    cut = result.fold.cut
+    names = result.names
+
+    def name(d: tuple[int, int]) -> str:
+        return f"{names.get(d[0], f'r{d[0]}')}:{d[1]}"
+
+    if isinstance(record, ops.Op):
+        if cut is not None and record.seq > cut.get(record.origin, 0):
+            return {"result": "not applied: past the requested position"}
+        needs = [(record.origin, applied.get(record.origin, 0) + 1)]
+        if needs[0][1] == record.seq:
+            needs = []
+        needs += [(r, s) for r, s in record.ctx if applied.get(r, 0) < s]
+    else:
+        if cut is not None and any(s > cut.get(r, 0) for r, s in record.ctx):
+            return {"result": "not applied: made after the requested position"}
+        needs = [(r, s) for r, s in record.ctx if applied.get(r, 0) < s]
+    return {"result": "not applied: waiting for a causal dependency",
+            "waits_for": [name(d) for d in needs]}
+
+
+def step_view(step: Step, h: History) -> dict[str, Any]:
+    view = record_view(step.part[0], step.part[1], step.offset, None, step.record)
+    del view["time_ms"]
+    view["type"] = "history"
+    view["applied"] = step.index is not None
+    view["index"] = step.index
+    view["effect"] = step.effect
+    view["change"] = change_text(step.record, step.effect)
+    return view
+
+
+def _list(items: list[dict[str, Any]], limit: int = 8) -> str:
+    shown = ", ".join(_entry_text(e) if "origin" in e else str(e) for e in items[:limit])
+    return shown + (f" ... (+{len(items) - limit})" if len(items) > limit else "")
+
+
+def change_text(record: Record, effect: dict[str, Any]) -> str:
+    """One line: what the op changed, for humans."""
+    body = record.body
+    result = str(effect.get("result", ""))
+    if result.startswith("not applied"):
+        waits = effect.get("waits_for")
+        return result + (f" ({', '.join(waits)})" if waits else "")
+    parts: list[str] = []
+    if isinstance(body, ops.XAdd):
+        added = effect["added"]
+        parts.append(f"added {_entry_text(added)} {' '.join(added['fields'])}")
+        if effect.get("same_id_in"):
+            parts.append(f"same ID also held by {', '.join(f'r{o}' for o in effect['same_id_in'])}")
+    elif isinstance(body, ops.XDel | ops.XTrim | ops.Del):
+        removed = effect["removed"]
+        parts.append(f"removed {len(removed)} entr{'y' if len(removed) == 1 else 'ies'}"
+                     + (f": {_list(removed)}" if removed else ""))
+        kept = effect.get("kept_unobserved") or []
+        if kept:
+            parts.append(f"kept {len(kept)} it had not observed (concurrent): {_list(kept)}")
+        if effect.get("not_present"):
+            parts.append(f"not present: {', '.join(effect['not_present'])}")
+        if effect.get("groups_destroyed"):
+            parts.append(f"destroyed group(s) {', '.join(effect['groups_destroyed'])}")
+    elif isinstance(body, ops.XSetId):
+        was, now = effect["last_id"]
+        parts.append(f"last-id {was} -> {now}")
+    elif isinstance(body, ops.GroupCreate):
+        group = text(body.group)
+        if result == "beaten":
+            parts.append(f"group {group} NOT created: beaten by tombstone(s) "
+                         f"{', '.join(effect['beaten_by'])} its context had not observed "
+                         "(delete wins)")
+        elif result == "merged":
+            parts.append(f"group {group} already existed: merged (concurrent creates)")
+        else:
+            parts.append(f"group {group} {result}")
+    elif isinstance(body, ops.GroupDestroy):
+        parts.append(f"group {text(body.group)} {result}; tombstone {effect['tombstone']}")
+    elif isinstance(body, ops.AckEffect):
+        if result == "applied":
+            was, now = effect["last_delivered"]
+            frontier = ",".join(f"r{o}<={s}" for o, s in effect["frontier"].items())
+            parts.append(f"acked up to {frontier} in group {text(body.group)}"
+                         + (f"; last-delivered {was} -> {now}" if was != now else ""))
+        else:
+            parts.append(f"group {text(body.group)}: {result}")
+    else:
+        parts += _local_text(body, effect)
+    return "; ".join(parts) or "(no change)"
+
+
+def _local_text(body: ops.Body, effect: dict[str, Any]) -> list[str]:
+    if effect.get("result") != "applied":
+        return [str(effect.get("result"))]
+    parts: list[str] = []
+    if effect.get("delivered"):
+        d = effect["delivered"]
+        parts.append(f"delivered {_list(d)} to {d[0]['consumer']}"
+                     + (" (NOACK)" if effect.get("noack") else ""))
+    if effect.get("redelivered"):
+        parts.append(f"delivered again {_list(effect['redelivered'])}")
+    if "acked" in effect:
+        parts.append(f"acked {_list(effect['acked'])}" if effect["acked"] else "acked nothing")
+        if effect.get("not_pending"):
+            parts.append(f"not pending: {', '.join(effect['not_pending'])}")
+    if effect.get("claimed"):
+        parts.append("claimed " + ", ".join(
+            f"{_entry_text(c)} -> {c['consumer']}" + (f" (from {c['from']})" if c["from"] else "")
+            for c in effect["claimed"][:8]))
+    if effect.get("dropped"):
+        parts.append(f"dropped from the PEL {_list(effect['dropped'])}")
+    if effect.get("consumers_created"):
+        parts.append(f"consumer(s) created {', '.join(effect['consumers_created'])}")
+    if effect.get("consumers_deleted"):
+        parts.append(f"consumer(s) deleted {', '.join(effect['consumers_deleted'])}")
+    if effect.get("last_delivered"):
+        was, now = effect["last_delivered"]
+        parts.append(f"last-delivered {was} -> {now}")
+    if isinstance(body, ops.TouchConsumer) and not parts:
+        parts.append("consumer seen")
+    return parts
+
+
+def step_line(view: dict[str, Any], names: dict[int, str]) -> str:
+    ctx = ",".join(f"{names.get(int(r), 'r' + r)}={s}" for r, s in view["ctx"].items()) or "-"
+    where = f"{view['topic']}@{view['offset']}"
+    index = f"#{view['index']}" if view["index"] is not None else "-"
+    group = view["args"].get("group")
+    op = view["op"] + (f" {group}" if group is not None else "")
+    return (f"{index:>6} {where:<14} {view['dot']:<11} ctx[{ctx}] {_when(view['op_ts_ms'])} "
+            f"{op}: {view['change']}")
+
+
+def _when(ms: int) -> str:
+    """Origin time as ISO 8601 UTC with milliseconds (what `--time` takes)."""
+    when = datetime.fromtimestamp(ms / 1000, UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def summary_view(h: History) -> dict[str, Any]:
+    result = h.result
+    return {
+        "v": SCHEMA_VERSION,
+        "type": "summary",
+        "key": text(h.key),
+        "region": result.region_name,
+        "region_id": result.region.id,
+        "vector": result.vector_named(),
+        "applied": len(h.steps),
+        "not_applied": len(h.unapplied),
+        "digest": result.region.state.digest(),
+        "tainted": result.tainted,
+        "skipped": len(result.skipped),
+        "records": result.records,
+        "seconds": round(result.seconds, 3),
+    }
