@@ -8,11 +8,9 @@ with no consumers and no pending (seed 000, "Group replication").
 Where the model differs from one Redis stream:
 - last-delivered-id is the group's highest per-origin cursor; entries-read / lag follow
   `streams.crdt.lag`;
-- radix-tree-keys / radix-tree-nodes describe Redis's memory layout, which has no counterpart
-  here: they are estimates from the length (100 entries per listpack node, as Redis packs small
-  entries appended in order; nodes about 2 per key plus 2), exact for short streams only (an
-  empty stream shows 0 / 1; Redis shows 1 / 2 when it trimmed the last entries of a node whose
-  last entry had been XDELed before, as it then keeps the node);
+- radix-tree-keys / radix-tree-nodes count the entry blocks, which are Redis's listpack nodes,
+  and the nodes of the radix tree Redis would hold for them (`EntryLogs.radix_tree`): Redis's
+  numbers in a single region; with several origins, every origin log's blocks and tree;
 - recorded-first-entry-id is the first live entry in merged order (0-0 when empty).
 """
 
@@ -30,9 +28,6 @@ from streams.crdt.state import KeyState
 from streams.errors import CommandError
 from streams.ids import MAX_ID, MIN_ID, format_id
 
-NODE_ENTRIES = 100
-"""Entries per radix-tree node in the estimate (Redis's stream-node-max-entries default)."""
-
 _HELP = (
     "CONSUMERS <key> <groupname>",
     "    Show consumers of <groupname>.",
@@ -41,16 +36,6 @@ _HELP = (
     "STREAM <key> [FULL [COUNT <count>]",
     "    Show information about the stream.",
 )
-
-
-def radix_tree_estimate(length: int) -> tuple[int, int]:
-    """(radix-tree-keys, radix-tree-nodes) a Redis stream of this length would typically show."""
-    keys = -(-length // NODE_ENTRIES)
-    if keys == 0:
-        return 0, 1
-    if keys == 1:
-        return 1, 2
-    return keys, 2 * keys + 2
 
 
 def _key(ctx: Context, key: bytes) -> KeyState:
@@ -127,7 +112,7 @@ def xinfo_stream(ctx: Context, args: list[bytes]) -> Result:
 
 
 def _header(ks: KeyState) -> list[tuple[Reply, Reply]]:
-    tree_keys, tree_nodes = radix_tree_estimate(ks.entries.length)
+    tree_keys, tree_nodes = ks.entries.radix_tree()
     return [
         (b"length", ks.entries.length),
         (b"radix-tree-keys", tree_keys),

@@ -1,27 +1,41 @@
-"""MAXLEN / MINID trimming: parse the options (shared by XADD and XTRIM) and turn a trim into
+"""MAXLEN / MINID trimming: parse the options (shared by XADD and XTRIM) and plan a trim as
 per-origin thresholds, so the XTrim op removes exactly the entries this region saw doomed.
 
-Approximate trimming (`~`) follows Redis's rule of removing only whole radix-tree nodes, with the
-nodes modelled as consecutive runs of `NODE_ENTRIES` entries from the head of the stream. Real Redis
-nodes also close at 4096 bytes and keep deleted slots, so `~` may trim a little differently from
-open-source Redis on large or fragmented streams; both only promise "at least the threshold".
+Plans follow Redis 7.0's streamTrim over the entry blocks, which are Redis's listpack nodes
+(`streams.crdt.entries`):
+- approximate (`~`) removes only whole nodes from the head, stopping at the first node it cannot
+  remove (MAXLEN: removing it would leave fewer than the threshold; MINID: its last slot, deleted
+  or not, is not below the threshold) or that would pass LIMIT;
+- exact removes the head nodes it covers whole and marks the first entries of the next node
+  deleted (the node keeps their slots).
+A threshold is therefore the last slot of the last node removed whole when a trim ends on a node
+boundary (so apply removes that node, deleted slots and all), the last doomed entry when it cuts
+a node, and the ID just below MINID for exact MINID (nodes wholly below it go, as in Redis).
+
+With several origins each origin log has its own nodes: `~` walks the nodes of all origins in
+order of their first ID and stops at the first one it cannot remove, so it removes whole nodes of
+each origin's log, never an entry the exact trim would keep.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 
 from streams import errors
 from streams.commands.base import eq, parse_int
-from streams.crdt.entries import EntryLogs, MergedEntry
+from streams.crdt.entries import EntryLogs, MergedEntry, node_limits
 from streams.crdt.ops import OriginIds
 from streams.errors import CommandError
-from streams.ids import MAX_ID, MIN_ID, StreamID, XAddIdSpec, parse_id, parse_xadd_id
+from streams.ids import MAX_ID, MIN_ID, U64_MAX, StreamID, XAddIdSpec, parse_id, parse_xadd_id
 
-NODE_ENTRIES = 100
-DEFAULT_APPROX_LIMIT = 100 * NODE_ENTRIES
+
+def default_approx_limit() -> int:
+    """Redis: LIMIT for `~` without LIMIT is 100 nodes' worth, 10000 if that is 0 or > 1e6."""
+    limit = 100 * node_limits()[1]
+    return 10_000 if limit <= 0 or limit > 1_000_000 else limit
 
 
 class Strategy(Enum):
@@ -102,52 +116,134 @@ def parse_trim_args(args: list[bytes], start: int, *, xadd: bool) -> tuple[TrimA
         if not parsed.approx:
             raise CommandError(errors.LIMIT_WITHOUT_APPROX)
     elif parsed.approx:
-        parsed.limit = DEFAULT_APPROX_LIMIT
+        parsed.limit = default_approx_limit()
     else:
         parsed.limit = 0
     return parsed, i
 
 
+class TrimPlan:
+    """What a trim removes: how many live entries (the reply) and the per-origin thresholds
+    (the XTrim op). True when it changes anything, which may be only dropping empty nodes."""
+
+    __slots__ = ("count", "thresholds")
+
+    def __init__(self, count: int, thresholds: OriginIds) -> None:
+        self.count = count
+        self.thresholds = thresholds
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __bool__(self) -> bool:
+        return bool(self.thresholds)
+
+
+NodeView = tuple[StreamID, int, StreamID, int]
+"""(first ID, origin, last slot ID, live entries) of one node."""
+
+
 def doomed_entries(
     entries: EntryLogs, trim: TrimArgs, extra: MergedEntry | None = None
-) -> list[MergedEntry]:
-    """The entries a trim removes, oldest first. `extra` is an XADD's new entry, not yet applied."""
+) -> TrimPlan:
+    """Plan a trim. `extra` is an XADD's new entry, not yet applied (Redis appends, then trims)."""
     length = entries.length + (1 if extra is not None else 0)
-    if trim.strategy is Strategy.NONE or length == 0:
-        return []
-    ordered = _with_extra(entries, extra)
-    if not trim.approx:
-        if trim.strategy is Strategy.MAXLEN:
-            count = max(0, length - trim.maxlen)
-            return [e for _, e in zip(range(count), ordered, strict=False)]
-        return [e for e in _takewhile_below(ordered, trim.minid)]
-    doomed: list[MergedEntry] = []
-    node: list[MergedEntry] = []
-    for entry in ordered:
-        node.append(entry)
-        if len(node) == NODE_ENTRIES:
-            if not _node_goes(trim, length - len(doomed), node):
-                return doomed
-            if trim.limit and len(doomed) + len(node) > trim.limit:
-                return doomed
-            doomed.extend(node)
-            node = []
-    if node and _node_goes(trim, length - len(doomed), node):
-        if not (trim.limit and len(doomed) + len(node) > trim.limit):
-            doomed.extend(node)
-    return doomed
-
-
-def _node_goes(trim: TrimArgs, remaining: int, node: list[MergedEntry]) -> bool:
+    if trim.strategy is Strategy.NONE:
+        return TrimPlan(0, ())
+    if trim.approx:
+        return _approx(_node_views(entries, extra), trim, length)
     if trim.strategy is Strategy.MAXLEN:
-        return remaining - len(node) >= trim.maxlen
-    return node[-1][0] < trim.minid
+        return _exact_maxlen(entries, trim, length, extra)
+    return _exact_minid(entries, trim, extra)
 
 
-def _takewhile_below(ordered: Iterator[MergedEntry], minid: StreamID) -> Iterator[MergedEntry]:
-    for entry in ordered:
-        if entry[0] >= minid:
-            return
+def _node_views(entries: EntryLogs, extra: MergedEntry | None) -> Iterator[NodeView]:
+    """Every origin's nodes, merged by first ID, with the XADD's entry where Redis puts it."""
+    per_origin: list[list[NodeView]] = []
+    origins = set(entries.origins())
+    if extra is not None:
+        origins.add(extra[1])
+    for origin in sorted(origins):
+        views = [(b.first, origin, b.last, b.live) for b in entries.blocks(origin)]
+        if extra is not None and extra[1] == origin:
+            sid = extra[0]
+            if entries.tail_takes(origin, extra[2]):
+                first, _o, _last, live = views[-1]
+                views[-1] = (first, origin, sid, live + 1)
+            else:
+                views.append((sid, origin, sid, 1))
+        per_origin.append(views)
+    return heapq.merge(*per_origin)
+
+
+def _approx(nodes: Iterator[NodeView], trim: TrimArgs, length: int) -> TrimPlan:
+    removed: dict[int, StreamID] = {}
+    deleted = 0
+    for _first, origin, last, live in nodes:
+        if trim.strategy is Strategy.MAXLEN and length <= trim.maxlen:
+            break
+        if trim.limit and deleted + live > trim.limit:
+            break
+        if trim.strategy is Strategy.MAXLEN:
+            goes = length - live >= trim.maxlen
+        else:
+            goes = last < trim.minid
+        if not goes:
+            break
+        removed[origin] = last
+        deleted += live
+        length -= live
+    return TrimPlan(deleted, tuple(sorted(removed.items())))
+
+
+def _exact_maxlen(
+    entries: EntryLogs, trim: TrimArgs, length: int, extra: MergedEntry | None
+) -> TrimPlan:
+    count = max(0, length - trim.maxlen)
+    if not count:
+        return TrimPlan(0, ())
+    top: dict[int, StreamID] = {}
+    for sid, origin, _fields in _take(_with_extra(entries, extra), count):
+        top[origin] = sid
+    for origin, sid in top.items():
+        if extra is not None and (sid, origin) == (extra[0], extra[1]):
+            continue  # the new entry is the last slot of its node
+        end = entries.block_end(origin, sid)
+        if end is not None:
+            top[origin] = end  # every live entry of that node goes: the node goes whole
+    return TrimPlan(count, tuple(sorted(top.items())))
+
+
+def _exact_minid(entries: EntryLogs, trim: TrimArgs, extra: MergedEntry | None) -> TrimPlan:
+    below = _below(trim.minid)
+    if below is None:
+        return TrimPlan(0, ())
+    counts: dict[int, int] = {}
+    for _sid, origin, _fields in entries.range(MIN_ID, below):
+        counts[origin] = counts.get(origin, 0) + 1
+    if extra is not None and extra[0] <= below:
+        counts[extra[1]] = counts.get(extra[1], 0) + 1
+    touched = {
+        origin
+        for origin in entries.origins()
+        if any(b.last <= below for b in entries.blocks(origin)[:1])
+    }
+    touched.update(counts)
+    return TrimPlan(sum(counts.values()), tuple((o, below) for o in sorted(touched)))
+
+
+def _below(sid: StreamID) -> StreamID | None:
+    """The highest ID strictly below `sid`."""
+    ms, seq = sid
+    if seq:
+        return ms, seq - 1
+    if ms:
+        return ms - 1, U64_MAX
+    return None
+
+
+def _take(ordered: Iterator[MergedEntry], count: int) -> Iterator[MergedEntry]:
+    for _, entry in zip(range(count), ordered, strict=False):
         yield entry
 
 
@@ -157,10 +253,6 @@ def _with_extra(entries: EntryLogs, extra: MergedEntry | None) -> Iterator[Merge
         yield extra
 
 
-def thresholds(doomed: list[MergedEntry]) -> OriginIds:
-    """Per-origin highest doomed ID: each origin's doomed entries are a prefix of its log."""
-    top: dict[int, StreamID] = {}
-    for sid, origin, _fields in doomed:
-        if sid > top.get(origin, MIN_ID) or origin not in top:
-            top[origin] = sid
-    return tuple(sorted(top.items()))
+def thresholds(plan: TrimPlan) -> OriginIds:
+    """The XTrim op's per-origin thresholds."""
+    return plan.thresholds

@@ -1,23 +1,383 @@
-"""A stream key's entries: one log per origin region, merged views in ID order.
+"""A stream key's entries: one log per origin region, packed in blocks as Redis packs its nodes.
 
 This is the seeds' "one rax per region": a region appends only to its own log and may remove from
-every log. Each log is a SortedDict ID -> (dot seq, fields); the dot seq is what observed-remove
-compares with a remover's causal context. Merged views are a k-way merge ordered by (ID, origin), so
-entries with equal IDs (liberal / semi-strict duplicates) appear in region-id order everywhere.
+every log. Merged views are a k-way merge ordered by (ID, origin), so entries with equal IDs
+(liberal / semi-strict duplicates) appear in region-id order everywhere.
+
+Storage. Each origin log is a list of blocks found by their first ID (bisect over `starts`), one
+block per Redis listpack node. A block closes where Redis closes a node (t_stream.c
+streamAppendItem): when the node already holds `stream-node-max-entries` slots, deleted ones
+included, or when its listpack size plus the new entry's field and value lengths would reach
+`stream-node-max-bytes`; the listpack size is computed exactly (`streams.crdt.listpack`). A deleted
+entry keeps its slot (a bit in the block's `dead` mask) until its block goes: XDEL drops a block
+when its last live entry goes, a trim drops the blocks it covers whole and marks entries in the
+one it cuts (which may then stay with no live entry, as in Redis). So in a single region the
+blocks are Redis's nodes one for one, `~` trims exactly what Redis trims and XINFO STREAM's
+radix-tree-keys / radix-tree-nodes (a `Rax` per log) agree.
+
+Each block but the open tail one is one bytes object (marshal of a small tuple): the master
+entry's field names, ID and dot-seq deltas against the block's first entry as packed integer
+arrays, and per entry either its values only (field names as the master's, Redis's SAMEFIELDS)
+or its whole field list. The dot seq (the origin's op seq that added the entry) is what
+observed-remove compares with a remover's causal context. Decoding a block costs one
+`marshal.loads`; the last blocks decoded are cached, so scans and repeated reads of a block pay
+it once.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+import marshal
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Sequence
+from functools import lru_cache
+from typing import Any
 
-from sortedcontainers import SortedDict
-
+from streams.crdt.listpack import LP_EMPTY, entry_size, int_size, master_size
 from streams.crdt.ops import Fields
+from streams.crdt.radix import Rax, rax_key
 from streams.ids import MAX_ID, MIN_ID, StreamID
 
 MergedEntry = tuple[StreamID, int, Fields]
 """(id, origin, fields) as the merged views yield them."""
+
+DottedEntry = tuple[StreamID, int, Fields]
+"""(id, dot seq, fields): one origin's entry with the dot observed-remove compares."""
+
+LISTPACK_MAX_SIZE = 1 << 30
+"""Redis's STREAM_LISTPACK_MAX_SIZE: the byte limit when stream-node-max-bytes is 0 or above."""
+
+_limits = {"bytes": 4096, "entries": 100}
+
+
+def set_node_limits(*, max_bytes: int | None = None, max_entries: int | None = None) -> None:
+    """CONFIG SET stream-node-max-bytes / stream-node-max-entries: applies to blocks opened or
+    appended to from now on, as in Redis (existing nodes are not re-packed)."""
+    if max_bytes is not None:
+        if max_bytes < 0:
+            raise ValueError("stream-node-max-bytes must be >= 0")
+        _limits["bytes"] = max_bytes
+    if max_entries is not None:
+        if max_entries < 0:
+            raise ValueError("stream-node-max-entries must be >= 0")
+        _limits["entries"] = max_entries
+
+
+def node_limits() -> tuple[int, int]:
+    """(stream-node-max-bytes, stream-node-max-entries) in force."""
+    return _limits["bytes"], _limits["entries"]
+
+
+# --- block encoding ----------------------------------------------------------------------------
+
+Decoded = tuple[Sequence[StreamID], Sequence[int], Sequence[Fields]]
+"""A block's slots: IDs, dot seqs, fields (deleted slots included; see the block's mask)."""
+
+_TYPECODES = (("b", 1 << 7), ("h", 1 << 15), ("i", 1 << 31), ("q", 1 << 63))
+
+
+def _pack_ints(values: list[int]) -> Any:
+    """Integers as the narrowest signed array's bytes (a tuple if some exceed int64)."""
+    lo, hi = min(values), max(values)
+    for code, bound in _TYPECODES:
+        if -bound <= lo and hi < bound:
+            return code + ":", array(code, values).tobytes()
+    return tuple(values)
+
+
+def _unpack_ints(packed: Any) -> Sequence[int]:
+    if isinstance(packed, tuple) and len(packed) == 2 and isinstance(packed[0], str):
+        return array(packed[0][0], packed[1])
+    result: Sequence[int] = packed
+    return result
+
+
+def _encode(ids: Sequence[StreamID], dots: Sequence[int], fields: Sequence[Fields]) -> bytes:
+    ms0, seq0 = ids[0]
+    dot0 = dots[0]
+    master = fields[0][0::2]
+    n = len(master)
+    rows: list[Fields] = []
+    same = 0
+    for i, f in enumerate(fields):
+        if len(f) == 2 * n and f[0::2] == master:
+            same |= 1 << i
+            rows.append(f[1::2])
+        else:
+            rows.append(f)
+    return marshal.dumps(
+        (
+            master,
+            ms0,
+            seq0,
+            dot0,
+            _pack_ints([sid[0] - ms0 for sid in ids]),
+            _pack_ints([sid[1] - seq0 for sid in ids]),
+            _pack_ints([d - dot0 for d in dots]),
+            tuple(rows),
+            same,
+        )
+    )
+
+
+@lru_cache(maxsize=64)
+def _decode(payload: bytes) -> Decoded:
+    master, ms0, seq0, dot0, msd, seqd, dotd, rows, same = marshal.loads(payload)
+    ids = tuple(
+        [(ms0 + a, seq0 + b) for a, b in zip(_unpack_ints(msd), _unpack_ints(seqd), strict=True)]
+    )
+    dots = tuple([dot0 + d for d in _unpack_ints(dotd)])
+    n = len(master)
+    fields: list[Fields] = []
+    for i, row in enumerate(rows):
+        if same >> i & 1:
+            if n == 1:
+                fields.append((master[0], row[0]))
+            else:
+                flat: list[bytes] = [b""] * (2 * n)
+                flat[0::2] = master
+                flat[1::2] = row
+                fields.append(tuple(flat))
+        else:
+            fields.append(row)
+    return ids, dots, tuple(fields)
+
+
+class Block:
+    """One node: slots in ID order, `dead` a bit per deleted slot, `lp_base` the listpack bytes
+    of everything but the header, the end byte and the two counters (live, deleted)."""
+
+    __slots__ = ("first", "last", "slots", "live", "dead", "lp_base", "payload", "open")
+
+    def __init__(self, sid: StreamID, dot: int, fields: Fields) -> None:
+        self.first = sid
+        self.last = sid
+        self.slots = 1
+        self.live = 1
+        self.dead = 0
+        names = fields[0::2]
+        self.lp_base = master_size(names) + entry_size(fields, 0, 0, True)
+        self.payload: bytes | None = None
+        self.open: tuple[list[StreamID], list[int], list[Fields], Fields] | None = (
+            [sid],
+            [dot],
+            [fields],
+            names,
+        )
+
+    def decoded(self) -> Decoded:
+        if self.open is not None:
+            return self.open[0], self.open[1], self.open[2]
+        assert self.payload is not None
+        return _decode(self.payload)
+
+    def lp_bytes(self) -> int:
+        """lpBytes of the Redis node: what streamAppendItem compares with the byte limit."""
+        return LP_EMPTY + self.lp_base + int_size(self.live) + int_size(self.slots - self.live)
+
+    def seal(self) -> None:
+        if self.open is not None:
+            ids, dots, fields, _names = self.open
+            self.payload = _encode(ids, dots, fields)
+            self.open = None
+
+    def reopen(self) -> tuple[list[StreamID], list[int], list[Fields], Fields]:
+        if self.open is None:
+            ids, dots, fields = self.decoded()
+            self.open = (list(ids), list(dots), list(fields), fields[0][0::2])
+            self.payload = None
+        return self.open
+
+    def append(self, sid: StreamID, dot: int, fields: Fields) -> None:
+        ids, dots, rows, names = self.reopen()
+        same = len(fields) == 2 * len(names) and fields[0::2] == names
+        self.lp_base += entry_size(fields, sid[0] - self.first[0], sid[1] - self.first[1], same)
+        ids.append(sid)
+        dots.append(dot)
+        rows.append(fields)
+        self.last = sid
+        self.slots += 1
+        self.live += 1
+
+    def is_dead(self, i: int) -> bool:
+        return bool(self.dead >> i & 1)
+
+    def kill(self, i: int) -> None:
+        self.dead |= 1 << i
+        self.live -= 1
+
+    def live_slots(self) -> Iterator[int]:
+        dead = self.dead
+        return (i for i in range(self.slots) if not dead >> i & 1)
+
+    def last_live(self) -> int | None:
+        dead = self.dead
+        for i in range(self.slots - 1, -1, -1):
+            if not dead >> i & 1:
+                return i
+        return None
+
+
+def _rebuilt(ids: list[StreamID], dots: list[int], fields: list[Fields]) -> Block:
+    """A block holding these live entries (the slow path for an out-of-order insert)."""
+    block = Block(ids[0], dots[0], fields[0])
+    for sid, dot, f in zip(ids[1:], dots[1:], fields[1:], strict=True):
+        block.append(sid, dot, f)
+    return block
+
+
+class OriginLog:
+    """One origin's blocks, found by first ID, and the rax Redis would hold for them."""
+
+    __slots__ = ("starts", "blocks", "live", "rax")
+
+    def __init__(self) -> None:
+        self.starts: list[StreamID] = []
+        self.blocks: list[Block] = []
+        self.live = 0
+        self.rax = Rax()
+
+    def _open_block(self, block: Block) -> None:
+        if self.blocks:
+            self.blocks[-1].seal()
+        self.starts.append(block.first)
+        self.blocks.append(block)
+        self.rax.insert(rax_key(block.first))
+
+    def _drop_block(self, k: int) -> None:
+        block = self.blocks.pop(k)
+        del self.starts[k]
+        self.live -= block.live
+        self.rax.remove(rax_key(block.first))
+
+    def _replace_block(self, k: int, block: Block) -> None:
+        old = self.blocks[k]
+        self.live += block.live - old.live
+        if old.first != block.first:
+            self.rax.remove(rax_key(old.first))
+            self.rax.insert(rax_key(block.first))
+        self.blocks[k] = block
+        self.starts[k] = block.first
+        if k != len(self.blocks) - 1:
+            block.seal()
+
+    def tail_takes(self, fields: Fields) -> bool:
+        """Would the next entry go into the tail block (Redis: no new node)?"""
+        if not self.blocks:
+            return False
+        tail = self.blocks[-1]
+        max_bytes, max_entries = node_limits()
+        if max_bytes == 0 or max_bytes > LISTPACK_MAX_SIZE:
+            max_bytes = LISTPACK_MAX_SIZE
+        if tail.lp_bytes() + sum(map(len, fields)) >= max_bytes:
+            return False
+        return not (max_entries and tail.slots >= max_entries)
+
+    def locate(self, sid: StreamID) -> tuple[int, int] | None:
+        """(block index, slot index) of the slot carrying this ID, deleted or not."""
+        k = bisect_right(self.starts, sid) - 1
+        if k < 0:
+            return None
+        block = self.blocks[k]
+        if sid > block.last:
+            return None
+        ids = block.decoded()[0]
+        i = bisect_left(ids, sid)
+        if i < len(ids) and ids[i] == sid:
+            return k, i
+        return None
+
+    def add(self, sid: StreamID, dot: int, fields: Fields) -> bool:
+        """Append (or, out of order, insert) an entry; False if it replaced a live one."""
+        blocks = self.blocks
+        if not blocks or sid > blocks[-1].last:
+            if self.tail_takes(fields):
+                blocks[-1].append(sid, dot, fields)
+            else:
+                self._open_block(Block(sid, dot, fields))
+            self.live += 1
+            return True
+        return self._insert(sid, dot, fields)
+
+    def _insert(self, sid: StreamID, dot: int, fields: Fields) -> bool:
+        k = max(bisect_right(self.starts, sid) - 1, 0)
+        block = self.blocks[k]
+        ids, dots, rows = block.decoded()
+        keep = [i for i in range(block.slots) if not block.is_dead(i) and ids[i] != sid]
+        new_ids = [ids[i] for i in keep]
+        new_dots = [dots[i] for i in keep]
+        new_rows = [rows[i] for i in keep]
+        replaced = len(keep) < block.live
+        at = bisect_left(new_ids, sid)
+        new_ids.insert(at, sid)
+        new_dots.insert(at, dot)
+        new_rows.insert(at, fields)
+        self._replace_block(k, _rebuilt(new_ids, new_dots, new_rows))
+        return not replaced
+
+    def kill(self, k: int, i: int) -> None:
+        self.blocks[k].kill(i)
+        self.live -= 1
+
+    def top(self) -> StreamID | None:
+        for block in reversed(self.blocks):
+            if block.live:
+                if not block.is_dead(block.slots - 1):
+                    return block.last
+                i = block.last_live()
+                assert i is not None
+                return block.decoded()[0][i]
+        return None
+
+    def entries(
+        self, start: StreamID, end: StreamID, *, after: bool = False
+    ) -> Iterator[DottedEntry]:
+        """Live (id, dot, fields) with start <= id <= end (start < id when `after`)."""
+        starts, blocks = self.starts, self.blocks
+        k = max(bisect_right(starts, start) - 1, 0)
+        while k < len(blocks):
+            block = blocks[k]
+            k += 1
+            if block.first > end:
+                return
+            if not block.live or block.last < start:
+                continue
+            ids, dots, fields = block.decoded()
+            i = 0
+            if block.first <= start:
+                i = bisect_right(ids, start) if after else bisect_left(ids, start)
+            dead = block.dead
+            n = len(ids)
+            while i < n:
+                sid = ids[i]
+                if sid > end:
+                    return
+                if not (dead and dead >> i & 1):
+                    yield sid, dots[i], fields[i]
+                i += 1
+
+    def entries_reversed(self, start: StreamID, end: StreamID) -> Iterator[DottedEntry]:
+        """Live entries with start <= id <= end, highest first."""
+        starts, blocks = self.starts, self.blocks
+        k = bisect_right(starts, end) - 1
+        while k >= 0:
+            block = blocks[k]
+            k -= 1
+            if block.last < start:
+                return
+            if not block.live:
+                continue
+            ids, dots, fields = block.decoded()
+            i = bisect_right(ids, end) - 1
+            dead = block.dead
+            while i >= 0:
+                sid = ids[i]
+                if sid < start:
+                    return
+                if not (dead and dead >> i & 1):
+                    yield sid, dots[i], fields[i]
+                i -= 1
 
 
 class EntryLogs:
@@ -26,75 +386,135 @@ class EntryLogs:
     __slots__ = ("logs", "length")
 
     def __init__(self) -> None:
-        self.logs: dict[int, SortedDict] = {}
+        self.logs: dict[int, OriginLog] = {}
         self.length = 0
+
+    # --- writing ---------------------------------------------------------------------------------
 
     def add(self, origin: int, dot_seq: int, sid: StreamID, fields: Fields) -> None:
         log = self.logs.get(origin)
         if log is None:
-            log = self.logs[origin] = SortedDict()
-        if sid not in log:
+            log = self.logs[origin] = OriginLog()
+        if log.add(sid, dot_seq, fields):
             self.length += 1
-        log[sid] = (dot_seq, fields)
+
+    def remove_observed(self, origin: int, sid: StreamID, covered: int) -> bool:
+        """XDEL one entry if the remover observed it (its dot seq <= covered). Like Redis, a
+        block whose last live entry goes is dropped."""
+        log = self.logs.get(origin)
+        if log is None:
+            return False
+        found = log.locate(sid)
+        if found is None:
+            return False
+        k, i = found
+        block = log.blocks[k]
+        if block.is_dead(i) or block.decoded()[1][i] > covered:
+            return False
+        log.kill(k, i)
+        self.length -= 1
+        if not block.live:
+            log._drop_block(k)
+            if not log.blocks:
+                del self.logs[origin]
+        return True
+
+    def remove_all_observed(self, ctx_of: dict[int, int]) -> list[StreamID]:
+        """Observed-remove every entry whose dot the context covers (DEL); returns removed IDs.
+        Blocks left without a live entry go (a DEL in one region leaves no stream at all)."""
+        removed: list[StreamID] = []
+        for origin in list(self.logs):
+            covered = ctx_of.get(origin, 0)
+            log = self.logs[origin]
+            k = 0
+            while k < len(log.blocks):
+                block = log.blocks[k]
+                ids, dots, _fields = block.decoded()
+                for i in list(block.live_slots()):
+                    if dots[i] <= covered:
+                        log.kill(k, i)
+                        removed.append(ids[i])
+                if block.live:
+                    k += 1
+                else:
+                    log._drop_block(k)
+            if not log.blocks:
+                del self.logs[origin]
+        self.length -= len(removed)
+        return removed
+
+    def trim_observed(self, origin: int, threshold: StreamID, covered: int) -> int:
+        """Trim one origin up to `threshold`: a block whose last slot is <= threshold goes whole
+        (when every live entry in it was observed); in the block the threshold cuts, observed
+        entries <= threshold are marked deleted and the block stays (Redis's streamTrim)."""
+        log = self.logs.get(origin)
+        if log is None:
+            return 0
+        removed = 0
+        k = 0
+        while k < len(log.blocks):
+            block = log.blocks[k]
+            if block.first > threshold:
+                break
+            ids, dots, _fields = block.decoded()
+            hit = [
+                i for i in block.live_slots() if ids[i] <= threshold and dots[i] <= covered
+            ]
+            if block.last <= threshold and len(hit) == block.live:
+                removed += block.live
+                log._drop_block(k)
+                continue
+            for i in hit:
+                log.kill(k, i)
+            removed += len(hit)
+            k += 1
+        self.length -= removed
+        if not log.blocks:
+            del self.logs[origin]
+        return removed
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def origins(self) -> list[int]:
+        """Origins holding at least one block, ascending."""
+        return sorted(self.logs)
+
+    def origin_entries(self, origin: int) -> Iterator[DottedEntry]:
+        """One origin's live entries as (id, dot seq, fields), in ID order (snapshots)."""
+        log = self.logs.get(origin)
+        return iter(()) if log is None else log.entries(MIN_ID, MAX_ID)
+
+    def last_at_or_below(
+        self, origin: int, bound: StreamID, *, strict: bool = False
+    ) -> StreamID | None:
+        """The highest live ID of one origin that is <= bound (< bound when `strict`)."""
+        log = self.logs.get(origin)
+        if log is None:
+            return None
+        for sid, _dot, _fields in log.entries_reversed(MIN_ID, bound):
+            if not (strict and sid == bound):
+                return sid
+        return None
 
     def get(self, origin: int, sid: StreamID) -> Fields | None:
         log = self.logs.get(origin)
         if log is None:
             return None
-        item = log.get(sid)
-        return None if item is None else item[1]
+        found = log.locate(sid)
+        if found is None:
+            return None
+        block = log.blocks[found[0]]
+        return None if block.is_dead(found[1]) else block.decoded()[2][found[1]]
+
+    def _live_in(self, log: OriginLog, sid: StreamID) -> bool:
+        found = log.locate(sid)
+        return found is not None and not log.blocks[found[0]].is_dead(found[1])
 
     def has(self, sid: StreamID) -> bool:
-        return any(sid in log for log in self.logs.values())
+        return any(self._live_in(log, sid) for log in self.logs.values())
 
     def origins_with(self, sid: StreamID) -> list[int]:
-        return sorted(o for o, log in self.logs.items() if sid in log)
-
-    def remove_observed(self, origin: int, sid: StreamID, covered: int) -> bool:
-        """Remove one entry if the remover observed it (its dot seq <= covered)."""
-        log = self.logs.get(origin)
-        if log is None:
-            return False
-        item = log.get(sid)
-        if item is None or item[0] > covered:
-            return False
-        del log[sid]
-        self.length -= 1
-        if not log:
-            del self.logs[origin]
-        return True
-
-    def remove_all_observed(self, ctx_of: dict[int, int]) -> list[StreamID]:
-        """Observed-remove every entry whose dot the context covers; returns removed IDs."""
-        removed: list[StreamID] = []
-        for origin in list(self.logs):
-            covered = ctx_of.get(origin, 0)
-            log = self.logs[origin]
-            doomed = [sid for sid, (seq, _f) in log.items() if seq <= covered]
-            for sid in doomed:
-                del log[sid]
-            removed.extend(doomed)
-            self.length -= len(doomed)
-            if not log:
-                del self.logs[origin]
-        return removed
-
-    def trim_observed(self, origin: int, threshold: StreamID, covered: int) -> int:
-        """Remove observed entries of one origin with ID <= threshold."""
-        log = self.logs.get(origin)
-        if log is None:
-            return 0
-        doomed = [
-            sid
-            for sid in log.irange(maximum=threshold)
-            if log[sid][0] <= covered
-        ]
-        for sid in doomed:
-            del log[sid]
-        self.length -= len(doomed)
-        if not log:
-            del self.logs[origin]
-        return len(doomed)
+        return sorted(o for o, log in self.logs.items() if self._live_in(log, sid))
 
     def first(self) -> MergedEntry | None:
         return next(self.range(MIN_ID, MAX_ID), None)
@@ -103,12 +523,12 @@ class EntryLogs:
         return next(self.range(MIN_ID, MAX_ID, reverse=True), None)
 
     def max_id(self) -> StreamID | None:
-        tops = [log.peekitem(-1)[0] for log in self.logs.values()]
+        tops = [t for t in (log.top() for log in self.logs.values()) if t is not None]
         return max(tops) if tops else None
 
     def origin_top(self, origin: int) -> StreamID | None:
         log = self.logs.get(origin)
-        return log.peekitem(-1)[0] if log else None
+        return None if log is None else log.top()
 
     def range(
         self, start: StreamID, end: StreamID, *, reverse: bool = False
@@ -117,7 +537,7 @@ class EntryLogs:
         if start > end:
             return iter(())
         iters = [
-            self._origin_range(origin, log, start, end, reverse)
+            _merged(origin, _span(log, start, end, reverse))
             for origin, log in sorted(self.logs.items())
         ]
         if len(iters) == 1:
@@ -129,21 +549,46 @@ class EntryLogs:
     ) -> Iterator[MergedEntry]:
         """Entries strictly above each origin's cursor, in merged order: how `>` never skips."""
         iters = [
-            self._origin_after(origin, log, cursors.get(origin, default))
+            _merged(origin, log.entries(cursors.get(origin, default), MAX_ID, after=True))
             for origin, log in sorted(self.logs.items())
         ]
         if len(iters) == 1:
             return iters[0]
         return heapq.merge(*iters)
 
-    @staticmethod
-    def _origin_after(origin: int, log: SortedDict, cursor: StreamID) -> Iterator[MergedEntry]:
-        for sid in log.irange(minimum=cursor, inclusive=(False, True)):
-            yield (sid, origin, log[sid][1])
+    # --- nodes -----------------------------------------------------------------------------------
 
-    @staticmethod
-    def _origin_range(
-        origin: int, log: SortedDict, start: StreamID, end: StreamID, reverse: bool
-    ) -> Iterator[MergedEntry]:
-        for sid in log.irange(start, end, reverse=reverse):
-            yield (sid, origin, log[sid][1])
+    def blocks(self, origin: int) -> Sequence[Block]:
+        """One origin's blocks in ID order (read-only: trimming plans whole-node removal)."""
+        log = self.logs.get(origin)
+        return () if log is None else log.blocks
+
+    def tail_takes(self, origin: int, fields: Fields) -> bool:
+        """Would an entry with these fields, appended to this origin, join its tail block?"""
+        log = self.logs.get(origin)
+        return log is not None and log.tail_takes(fields)
+
+    def block_end(self, origin: int, sid: StreamID) -> StreamID | None:
+        """The last slot ID of the block holding `sid` if no live entry follows it there."""
+        log = self.logs.get(origin)
+        found = None if log is None else log.locate(sid)
+        if log is None or found is None:
+            return None
+        block = log.blocks[found[0]]
+        return block.last if block.last_live() == found[1] else None
+
+    def radix_tree(self) -> tuple[int, int]:
+        """XINFO STREAM's (radix-tree-keys, radix-tree-nodes). One origin: Redis's numbers.
+        Several: every origin's tree counted, as if they hung under one head node."""
+        keys = sum(log.rax.numele for log in self.logs.values())
+        nodes = 1 + sum(log.rax.numnodes - 1 for log in self.logs.values())
+        return keys, nodes
+
+
+def _span(log: OriginLog, start: StreamID, end: StreamID, reverse: bool) -> Iterator[DottedEntry]:
+    return log.entries_reversed(start, end) if reverse else log.entries(start, end)
+
+
+def _merged(origin: int, dotted: Iterator[DottedEntry]) -> Iterator[MergedEntry]:
+    for sid, _dot, fields in dotted:
+        yield sid, origin, fields

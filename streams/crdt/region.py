@@ -97,24 +97,14 @@ class Region:
                 continue
             min_pending = group.min_pending_per_origin()
             frontier: list[tuple[int, StreamID]] = []
-            origins = set(group.cursors) | set(ks.entries.logs)
+            origins = set(group.cursors) | set(ks.entries.origins())
             for origin in sorted(origins):
                 cursor = group.cursor(origin)
                 bound = min_pending.get(origin)
                 if bound is None:
                     reached = cursor
                 else:
-                    log = ks.entries.logs.get(origin)
-                    below = (
-                        None
-                        if log is None
-                        else next(
-                            log.irange(
-                                maximum=min(bound, cursor), inclusive=(True, False), reverse=True
-                            ),
-                            None,
-                        )
-                    )
+                    below = ks.entries.last_at_or_below(origin, min(bound, cursor), strict=True)
                     reached = below if below is not None else MIN_ID
                 if reached > group.ack_sent.get(origin, group.default_cursor):
                     group.ack_sent[origin] = reached

@@ -32,6 +32,7 @@ from streams.commands.glob import Pattern
 from streams.commands.reply import OK, Map, Reply, Status
 from streams.commands.table import TABLE
 from streams.commands.unsupported import META, is_redis_command
+from streams.crdt.entries import set_node_limits
 from streams.errors import CommandError
 from streams.node import auth
 from streams.resp.server import Session
@@ -113,6 +114,7 @@ BUILTINS: dict[str, Command] = {
         _cmd("crdt.info", 1, "admin"),
         _cmd("crdt.clock", -1, "admin"),
         _cmd("crdt.fault", 3, "admin no_multi"),
+        _cmd("crdt.snapshot", 1, "admin no_multi"),
     ]
 }
 
@@ -444,6 +446,7 @@ OWN_DOCS: dict[str, tuple[str, str]] = {
     "crdt.flush": ("Log held-back XACK effects and local ops now", "O(groups)"),
     "crdt.clock": ("Pin or release the node's clock (with --debug-clock only)", "O(1)"),
     "crdt.fault": ("Fail the next N op-log appends (with --debug-faults only)", "O(1)"),
+    "crdt.snapshot": ("Write a snapshot of the region's state to <region>.snapshot now", "O(N)"),
     "client|setinfo": ("Set client library name or version (Redis 7.2)", "O(1)"),
 }
 
@@ -715,6 +718,12 @@ _INTS = {
     "slowlog-max-len": (0, _INT_MAX),
     "latency-monitor-threshold": (0, _INT_MAX),
 }
+_MEMORY_UNITS = {
+    "": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000**2, "mb": 1024**2, "g": 1000**3, "gb": 1024**3,
+}
+_STREAM_NODE = {"stream-node-max-bytes": True, "stream-node-max-entries": False}
+"""Parameters that shape stream nodes (entry blocks): name -> is a memory value. They take
+effect for nodes filled from now on, as in Redis (`streams.crdt.entries.set_node_limits`)."""
 HARMLESS = frozenset(_ENUMS) | frozenset(_INTS) | {"save"}
 """Parameters CONFIG SET accepts and remembers (CONFIG GET shows the new value) although they
 change nothing here: persistence is the Kafka op log, nothing is evicted, idle clients are not
@@ -802,6 +811,11 @@ class Settings:
                 raise _set_failed(name, "duplicate parameter")
             changes[name] = self._validate(name, raw_value.decode("utf-8", "replace"))
         self.values.update(changes)
+        if any(name in _STREAM_NODE for name in changes):
+            set_node_limits(
+                max_bytes=int(self.values["stream-node-max-bytes"]),
+                max_entries=int(self.values["stream-node-max-entries"]),
+            )
         return OK
 
     def _validate(self, name: str, value: str) -> str:
@@ -824,6 +838,8 @@ class Settings:
             if name == "hz":
                 number = min(max(number, 1), 500)
             return str(number)
+        if name in _STREAM_NODE:
+            return _stream_node_value(name, value, memory=_STREAM_NODE[name])
         if name == "save":
             parts = value.split()
             if len(parts) % 2 or not all(p.isdigit() for p in parts):
@@ -832,6 +848,28 @@ class Settings:
         if value == self.values[name]:
             return value
         raise _set_failed(name, "not changeable in this database")
+
+
+def _stream_node_value(name: str, value: str, *, memory: bool) -> str:
+    """Redis's checks for stream-node-max-bytes (a memory value: 4kb, 1mb...) and
+    stream-node-max-entries (an integer), both 0..LONG_MAX."""
+    number: int | None = None
+    if memory:
+        text = value.lower()
+        digits = text.rstrip("kmgb")
+        unit = text[len(digits):]
+        if digits.isdigit() and digits.isascii() and unit in _MEMORY_UNITS:
+            number = int(digits) * _MEMORY_UNITS[unit]
+        if number is None:
+            raise _set_failed(name, "argument must be a memory value")
+    else:
+        try:
+            number = parse_int(value.encode())
+        except CommandError:
+            raise _set_failed(name, "argument couldn't be parsed into an integer") from None
+    if not 0 <= number <= _INT_MAX:
+        raise _set_failed(name, f"argument must be between 0 and {_INT_MAX} inclusive")
+    return str(number)
 
 
 def _set_failed(name: str, why: str) -> CommandError:

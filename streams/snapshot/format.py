@@ -2,8 +2,8 @@
 
 The file is an Avro object container file (fastavro, deflate blocks) of `snapshot_v1.avsc`
 records; see the package docstring for the layout and the guarantees. Everything goes through
-the public surface of `streams.crdt` (`EntryLogs.add`, `EntryLogs.range`, `Group`,
-`CausalBuffer`), except `_entries_by_origin`, the one place that needs each entry's dot seq.
+the public surface of `streams.crdt` (`EntryLogs.add`, `EntryLogs.origin_entries`, `Group`,
+`CausalBuffer`).
 """
 
 from __future__ import annotations
@@ -86,14 +86,9 @@ DottedEntry = tuple[StreamID, int, tuple[bytes, ...]]
 
 
 def _entries_by_origin(entries: EntryLogs) -> Iterator[tuple[int, Iterator[DottedEntry]]]:
-    """Per origin (ascending): its (id, dot seq, fields) in ID order.
-
-    The only place that looks inside EntryLogs: no public method yields an entry's dot seq yet.
-    When the entry storage changes, this function (and nothing else here) follows it.
-    """
-    for origin in sorted(entries.logs):
-        log = entries.logs[origin]
-        yield origin, ((sid, item[0], item[1]) for sid, item in log.items())
+    """Per origin (ascending): its (id, dot seq, fields) in ID order."""
+    for origin in entries.origins():
+        yield origin, entries.origin_entries(origin)
 
 
 def _chunks(items: Iterable[Any], size_of: Any) -> Iterator[list[Any]]:

@@ -312,8 +312,13 @@ def test_config_get_set() -> None:
     assert c.call("CONFIG", "SET", "maxmemory-policy", "allkeys-lru") == b"+OK\r\n"
     assert c.value("CONFIG", "GET", "maxmemory-policy") == [b"maxmemory-policy", b"allkeys-lru"]
     assert c.call("CONFIG", "SET", "appendonly", "no") == b"+OK\r\n"  # unchanged: accepted
-    assert c.call("CONFIG", "SET", "stream-node-max-entries", "5") == (
+    assert c.call("CONFIG", "SET", "stream-node-max-bytes", "4kb") == b"+OK\r\n"  # 4096
+    assert c.call("CONFIG", "SET", "stream-node-max-entries", "-1") == (
         b"-ERR CONFIG SET failed (possibly related to argument 'stream-node-max-entries') - "
+        b"argument must be between 0 and 9223372036854775807 inclusive\r\n"
+    )
+    assert c.call("CONFIG", "SET", "port", "7002") == (
+        b"-ERR CONFIG SET failed (possibly related to argument 'port') - "
         b"not changeable in this database\r\n"
     )
     assert c.call("CONFIG", "RESETSTAT") == b"+OK\r\n"
@@ -563,3 +568,24 @@ def test_node_command_line_refuses_bad_options(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["--topology", "none.toml", "--region", "r1", *argv])
     assert exc.value.code == 2
+
+
+def test_config_set_stream_node_limits_shape_new_nodes() -> None:
+    """CONFIG SET stream-node-max-entries / -bytes reach the entry storage, as in Redis."""
+    from streams.crdt.entries import node_limits, set_node_limits
+
+    saved = node_limits()
+    c = Client(make_node())
+    try:
+        assert c.call("CONFIG", "SET", "stream-node-max-entries", "7") == b"+OK\r\n"
+        assert c.call("CONFIG", "SET", "stream-node-max-bytes", "1kb") == b"+OK\r\n"
+        assert c.value("CONFIG", "GET", "stream-node-max-*") == [
+            b"stream-node-max-entries", b"7", b"stream-node-max-bytes", b"1024"
+        ]
+        assert node_limits() == (1024, 7)
+        assert c.call("CONFIG", "SET", "stream-node-max-bytes", "lots") == (
+            b"-ERR CONFIG SET failed (possibly related to argument 'stream-node-max-bytes') - "
+            b"argument must be a memory value\r\n"
+        )
+    finally:
+        set_node_limits(max_bytes=saved[0], max_entries=saved[1])
