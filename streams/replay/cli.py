@@ -258,8 +258,9 @@ def summary(result: Replayed) -> dict[str, Any]:
 
 def _replay(args: argparse.Namespace) -> int:
     if args.serve is not None:
-        print("streams replay: --serve is not built yet", file=sys.stderr)
-        return EXIT_CORRUPT
+        from streams.replay.serve import serve_replay
+
+        return serve_replay(_request(args, progress=True), args.host, args.serve)
     quiet = args.json or args.digest
     result = replay(_request(args, progress=not quiet))
     region = result.region

@@ -36,6 +36,10 @@ DEFAULT_AUDIT = "streams-skipped.jsonl"
 only when a record is skipped)."""
 
 
+class SnapshotPastError(PositionError):
+    """The position asked for lies before the snapshot's (refold from the start instead)."""
+
+
 class CorruptError(RuntimeError):
     """A record that does not decode, with no `--on-corrupt skip` (exit code 2)."""
 
@@ -169,7 +173,7 @@ def replay(req: Request) -> Replayed:
     if cut is not None:
         for origin, seq in region.vector.items():
             if seq > cut.get(origin, 0):
-                raise PositionError(
+                raise SnapshotPastError(
                     f"the snapshot is past the requested position ({names.get(origin, origin)}"
                     f"={seq} > {cut.get(origin, 0)})"
                 )
@@ -179,7 +183,7 @@ def replay(req: Request) -> Replayed:
             if topic not in topics:
                 raise PositionError(f"--offsets: no topic {topic} on {req.bootstrap}")
             if offset < start_positions.get((topic, 0), 0):
-                raise PositionError(f"--offsets: the snapshot is past {topic}={offset}")
+                raise SnapshotPastError(f"--offsets: the snapshot is past {topic}={offset}")
             stops[(topic, 0)] = offset
     until_ms = parse_time(req.time) if req.time else None
 

@@ -1,0 +1,258 @@
+"""`streams replay --serve PORT`: a replayed state served read-only over RESP.
+
+Why: the replay prints a state, but the questions operators ask of it are the ones they ask a
+live node (XRANGE with bounds, XINFO STREAM FULL, XPENDING per consumer ...). Serving the replayed
+`State` through the node's own command table (`streams.commands.table.dispatch`) answers them
+with the node's code, so redis-cli and redis-py see exactly what the live node would have said at
+that position.
+
+Read-only: a command the table flags as a write, or whose dispatch produced ops, is refused with
+`READONLY ...`; the state is never changed by a client. The view moves only by the admin commands:
+
+- `REPLAY.SEEK <position>`: refold to a new position and serve it. `<position>` is an `--at`
+  vector (`r1=120,r2=98`, or `AT r1=120,r2=98`), `OFFSETS topic=offset,...`, `TIME iso8601`, or
+  `END` (everything the cluster holds now). The refold starts from the `--snapshot` when one was
+  given and the position is not before it, else from the start of the logs; it runs in a thread,
+  and the old view keeps answering until the new one is complete. A position that cannot be
+  resolved is an error reply and the view does not move.
+- `REPLAY.POSITION`: region, the applied vector (as `--at` takes it), the digest (as CRDT.DIGEST),
+  the clock, tainted, records read, ops read but not applied.
+
+The clock: commands that report idle times (XPENDING, XINFO CONSUMERS / STREAM FULL) compute them
+against the newest origin time among the records applied, i.e. as of the position, not as of now.
+A blocking read that finds nothing answers nil at once (a replayed state never changes by itself).
+Connection basics (PING, ECHO, HELLO, SELECT, QUIT, CLIENT, COMMAND) use the node's functions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import signal
+import sys
+import time
+from collections.abc import Callable
+
+from streams import errors
+from streams.commands.base import Command, Context
+from streams.commands.reply import NULL_ARRAY, Map, Reply
+from streams.commands.table import dispatch
+from streams.commands.unsupported import unsupported
+from streams.errors import CommandError
+from streams.node import auth, connection
+from streams.replay import reader
+from streams.replay.describe import vector_text
+from streams.replay.fold import Applied
+from streams.replay.positions import PositionError
+from streams.replay.run import (
+    CorruptError,
+    Replayed,
+    Request,
+    SnapshotPastError,
+    replay,
+)
+from streams.resp.server import Session, serve
+
+READONLY = (
+    "READONLY You can't write against a replay of the op log (streams replay --serve)"
+)
+NOT_ON_REPLAY = "ERR '{name}' is not available on a replay of the op log (streams replay --serve)"
+SEEK_USAGE = (
+    "ERR usage: REPLAY.SEEK <r1=120,r2=98 | AT vector | OFFSETS topic=offset,... | TIME iso8601 "
+    "| END>"
+)
+
+CONNECTION = frozenset({b"ping", b"echo", b"hello", b"select", b"quit", b"client", b"command"})
+OWN = frozenset({b"replay.seek", b"replay.position"})
+
+Runner = Callable[[Request], Replayed]
+
+
+@dataclasses.dataclass
+class View:
+    """One replayed position: the state served, how it was asked for, and its clock."""
+
+    result: Replayed
+    asked: str
+    clock_ms: int
+
+    def position(self) -> Map:
+        result = self.result
+        fold = result.fold
+        waiting = result.region.causal.waiting + fold.gated + fold.waiting_local
+        return Map((
+            (b"region", result.region_name.encode()),
+            (b"at", vector_text(result.region.vector, result.names).encode()),
+            (b"digest", result.region.state.digest().encode()),
+            (b"asked", self.asked.encode()),
+            (b"clock-ms", self.clock_ms),
+            (b"tainted", int(result.tainted)),
+            (b"records", result.records),
+            (b"waiting-ops", waiting),
+        ))
+
+
+def load(
+    base: Request,
+    where: dict[str, str | None],
+    runner: Runner = replay,
+    progress: bool = False,
+) -> View:
+    """Replay `base` moved to `where` (at / offsets / time; none: the end of the logs)."""
+    newest = 0
+
+    def clock(x: Applied) -> None:
+        nonlocal newest
+        newest = max(newest, x.record.ts_ms)
+
+    moved = {"at": None, "offsets": None, "time": None, **where}
+    req = dataclasses.replace(base, observer=clock, progress=progress)
+    req.at, req.offsets, req.time = moved["at"], moved["offsets"], moved["time"]
+    if moved["time"] is not None:
+        req.snapshot = None  # records before a snapshot are not re-read: a time may lie before
+    try:
+        result = runner(req)
+    except SnapshotPastError:
+        newest = 0
+        result = runner(dataclasses.replace(req, snapshot=None))
+    asked = next((f"{k} {v}" for k, v in moved.items() if v is not None), "end")
+    return View(result, asked, newest or int(time.time() * 1000))
+
+
+def parse_seek(args: list[bytes]) -> dict[str, str | None]:
+    """REPLAY.SEEK's arguments -> the `load` position."""
+    words = [a.decode("utf-8", "replace") for a in args[1:]]
+    if len(words) == 1 and words[0].lower() == "end":
+        return {}
+    if len(words) == 1 and "=" in words[0]:
+        return {"at": words[0]}
+    if len(words) == 2 and words[0].lower() in ("at", "offsets", "time"):
+        return {words[0].lower(): words[1]}
+    raise CommandError(SEEK_USAGE)
+
+
+class ReplayHandler:
+    """The RESP handler over a `View`; `seek` swaps the view once a refold is complete."""
+
+    def __init__(self, base: Request, view: View, runner: Runner = replay) -> None:
+        self.base = base
+        self.view = view
+        self.runner = runner
+        self.auth = auth.AuthConfig()
+        self.sessions: dict[int, Session] = {}
+        self._seeking = asyncio.Lock()
+
+    async def __call__(self, session: Session, args: list[bytes]) -> Reply:
+        self.sessions[session.id] = session
+        try:
+            return await self._handle(session, args)
+        except CommandError as exc:
+            return exc
+        finally:
+            if session.closing:
+                self.sessions.pop(session.id, None)
+
+    async def _handle(self, session: Session, args: list[bytes]) -> Reply:
+        name = args[0].lower()
+        if name in OWN:
+            return await self._own(name, args)
+        found = connection.find(args)
+        if isinstance(found, str):
+            return unsupported(found)
+        if not found.arity_ok(len(args)):
+            return errors.wrong_arity(found.name)
+        if name in CONNECTION:
+            return self._connection(session, name, args)
+        if found.handler is None and found.name.split("|")[0] in connection.BUILTINS:
+            return CommandError(NOT_ON_REPLAY.format(name=found.name))
+        return self._read(found, args)
+
+    def _read(self, found: Command, args: list[bytes]) -> Reply:
+        if "write" in found.flags:
+            return CommandError(READONLY)
+        view = self.view
+        result = view.result
+        ctx = Context(
+            result.region.state,
+            result.region.id,
+            result.region.mode,
+            view.clock_ms,
+            result.region.vector,
+            result.names,
+        )
+        out = dispatch(ctx, args)
+        if out.ops:
+            return CommandError(READONLY)
+        if out.block is not None and (out.reply is None or out.reply is NULL_ARRAY):
+            return NULL_ARRAY  # nothing will arrive: the view moves only by REPLAY.SEEK
+        return out.reply
+
+    def _connection(self, session: Session, name: bytes, args: list[bytes]) -> Reply:
+        if name == b"ping":
+            return connection.ping(session, args)
+        if name == b"echo":
+            return connection.echo(session, args)
+        if name == b"hello":
+            return connection.hello(session, args, self.auth)
+        if name == b"select":
+            return connection.select(session, args)
+        if name == b"quit":
+            return connection.quit_(session, args)
+        if name == b"client":
+            return connection.client(session, args, list(self.sessions.values()))
+        return connection.command(session, args)
+
+    async def _own(self, name: bytes, args: list[bytes]) -> Reply:
+        if name == b"replay.position":
+            if len(args) != 1:
+                return errors.wrong_arity("replay.position")
+            return self.view.position()
+        where = parse_seek(args)
+        async with self._seeking:
+            try:
+                view = await asyncio.to_thread(load, self.base, where, self.runner)
+            except (PositionError, CorruptError, reader.ReadError, OSError) as exc:
+                return CommandError(f"ERR cannot seek: {exc}".replace("\n", " "))
+            self.view = view
+        return view.position()
+
+
+async def _serve_forever(handler: ReplayHandler, host: str, port: int) -> None:
+    server = await serve(handler, host, port)
+    bound = server.sockets[0].getsockname()
+    view = handler.view
+    print(
+        f"serving region {view.result.region_name} at "
+        f"{vector_text(view.result.region.vector, view.result.names) or '(empty)'} (digest "
+        f"{view.result.region.state.digest()[:16]}...) read-only on {bound[0]}:{bound[1]}; "
+        "REPLAY.SEEK <position> moves it, REPLAY.POSITION shows it; Ctrl-C stops",
+        flush=True,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def serve_replay(req: Request, host: str, port: int) -> int:
+    """The `--serve` entry point: replay, then serve until SIGINT / SIGTERM. Exit 2 when the
+    first state served was built over skipped records (tainted), else 0."""
+    where: dict[str, str | None] = {"at": req.at, "offsets": req.offsets, "time": req.time}
+    view = load(req, where, replay, progress=True)
+    if view.result.tainted:
+        print(f"streams replay: TAINTED: built over {len(view.result.skipped)} skipped "
+              f"record(s) (listed in {req.audit})", file=sys.stderr)
+    handler: ReplayHandler | None = None
+
+    async def main() -> None:
+        nonlocal handler
+        handler = ReplayHandler(req, view)
+        await _serve_forever(handler, host, port)
+
+    asyncio.run(main())
+    return 2 if view.result.tainted else 0
