@@ -1,0 +1,436 @@
+"""The load the fault scenarios run under, the ledger of what clients saw acknowledged, and the
+checks that nothing acknowledged was lost, nothing deleted came back and nothing was doubled.
+
+Why a ledger per writer rather than a model of the whole state: under faults a request can end
+three ways (acknowledged, refused, unknown because the connection dropped or the batch failed),
+and only the first two say anything. An acknowledged XADD must be in every region exactly once
+unless an acknowledged delete removed it; a write whose outcome is unknown may be there or not,
+but never twice. Every payload is unique (`<region>-<n>`) and clients never retry a request, so a
+payload seen twice is a doubled op, whatever the cause.
+
+The writers use redis-py with retries off: a library retry after a dropped connection would send
+the same XADD twice and blur exactly what is being measured.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+from confluent_kafka import Consumer, KafkaError, TopicPartition
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from streams.crdt import ops
+from streams.ops.codec import decode
+from streams.replay.run import Request, replay
+from topology.local import LocalTopology
+
+SHARED_KEYS = [b"shared:%d" % i for i in range(4)]
+QUEUE = b"q"
+GROUP = b"cg"
+
+UNCERTAIN = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
+
+
+def plain_client(port: int, timeout: float | None = 10.0) -> redis.Redis:
+    """A redis-py client that never re-sends a request (see the module docstring)."""
+    return redis.Redis(
+        host="127.0.0.1",
+        port=port,
+        protocol=2,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
+        retry_on_error=[],
+    )
+
+
+@dataclass
+class Ledger:
+    """What one region's writer sent and how each request ended."""
+
+    region: int
+    added: dict[bytes, tuple[bytes, bytes]] = field(default_factory=dict)
+    """payload -> (key, entry ID) of every acknowledged XADD."""
+    unsure_added: set[bytes] = field(default_factory=set)
+    deleted: set[bytes] = field(default_factory=set)
+    """payloads removed by an acknowledged XDEL or DEL."""
+    unsure_deleted: set[bytes] = field(default_factory=set)
+    groups_live: set[tuple[bytes, bytes]] = field(default_factory=set)
+    groups_gone: set[tuple[bytes, bytes]] = field(default_factory=set)
+    groups_unsure: set[tuple[bytes, bytes]] = field(default_factory=set)
+    delivered: set[bytes] = field(default_factory=set)
+    """IDs of `QUEUE` an acknowledged XREADGROUP delivered to this region's consumer."""
+    acked: set[bytes] = field(default_factory=set)
+    unsure_acked: set[bytes] = field(default_factory=set)
+    keys: set[bytes] = field(default_factory=set)
+    commands: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    first_failure: float | None = None
+    outages: list[float] = field(default_factory=list)
+    """Seconds from a first failed request to the next acknowledged one, per outage."""
+    slowest: float = 0.0
+    """The longest any single request took (acknowledged or not)."""
+
+    def note_ok(self, took: float) -> None:
+        self.commands += 1
+        self.slowest = max(self.slowest, took)
+        if self.first_failure is not None:
+            self.outages.append(time.monotonic() - self.first_failure)
+            self.first_failure = None
+
+    def note_error(self, exc: Exception, took: float) -> None:
+        self.commands += 1
+        self.slowest = max(self.slowest, took)
+        text = str(exc).split("(", 1)[0].strip()[:70] or type(exc).__name__
+        self.errors[f"{type(exc).__name__}: {text}"] += 1
+        if self.first_failure is None:
+            self.first_failure = time.monotonic()
+
+
+class Writer(threading.Thread):
+    """One region's client: a steady mix of XADD, XDEL, DEL, XGROUP CREATE/DESTROY and
+    XREADGROUP + XACK at about `rate` commands a second, until `stop()`."""
+
+    def __init__(self, topo: LocalTopology, region: int, rate: float, groups: bool = True) -> None:
+        super().__init__(name=f"writer r{region}", daemon=True)
+        self.port = topo.ports[region]
+        self.region = region
+        self.rate = rate
+        self.groups = groups
+        self.ledger = Ledger(region)
+        self._halt = threading.Event()
+        self._client: redis.Redis | None = None
+        self._n = 0
+        self._sent = 0
+        self._began = time.monotonic()
+        self.failure: BaseException | None = None
+
+    def stop(self) -> Ledger:
+        self._halt.set()
+        self.join(60)
+        assert not self.is_alive(), f"writer r{self.region} did not stop"
+        if self.failure is not None:
+            raise AssertionError(f"writer r{self.region} crashed") from self.failure
+        return self.ledger
+
+    # --- one request ------------------------------------------------------------------------
+
+    def _call(self, *args: Any) -> tuple[bool, Any]:
+        """(True, reply) when acknowledged, (False, None) when the outcome is unknown; a
+        command error (refused) also returns (False, exc) and is counted."""
+        if self._client is None:
+            self._client = plain_client(self.port, timeout=30)
+        self._sent += 1
+        ahead = self._sent / self.rate - (time.monotonic() - self._began)
+        if ahead > 0:
+            time.sleep(ahead)
+        elif ahead < -0.5:  # behind after an outage: go on at the rate, no catch-up burst
+            self._began += ahead + 0.5
+        started = time.monotonic()
+        try:
+            reply = self._client.execute_command(*args)
+        except redis.ResponseError as exc:
+            self.ledger.note_error(exc, time.monotonic() - started)
+            return False, exc
+        except UNCERTAIN as exc:
+            self.ledger.note_error(exc, time.monotonic() - started)
+            if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
+                self._client.close()
+                self._client = None
+            time.sleep(0.05)
+            return False, None
+        self.ledger.note_ok(time.monotonic() - started)
+        return True, reply
+
+    def _payload(self) -> bytes:
+        self._n += 1
+        return b"%d-%d" % (self.region, self._n)
+
+    def _xadd(self, key: bytes) -> bytes | None:
+        payload = self._payload()
+        self.ledger.keys.add(key)
+        ok, reply = self._call("XADD", key, "*", "p", payload)
+        if ok:
+            self.ledger.added[payload] = (key, reply)
+            return payload
+        if not isinstance(reply, redis.ResponseError):
+            self.ledger.unsure_added.add(payload)
+        return None
+
+    # --- the mix ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        self._began = time.monotonic()
+        try:
+            self._loop()
+        except BaseException as exc:  # surfaced by stop()
+            self.failure = exc
+        finally:
+            if self._client is not None:
+                self._client.close()
+
+    def _loop(self) -> None:
+        r = self.region
+        own = b"own:%d" % r
+        grp = b"grp:%d" % r
+        own_live: list[bytes] = []
+        scratch: list[bytes] = []
+        cycle = 0
+        while not self._halt.is_set():
+            cycle += 1
+            self._xadd(SHARED_KEYS[cycle % len(SHARED_KEYS)])
+            payload = self._xadd(own)
+            if payload is not None:
+                own_live.append(payload)
+            self._xadd(QUEUE)
+            scratch_key = b"scratch:%d:%d" % (r, cycle // 4)
+            payload = self._xadd(scratch_key)
+            if payload is not None:
+                scratch.append(payload)
+            if cycle % 3 == 0 and own_live:
+                victim = own_live.pop(0)
+                ok, reply = self._call("XDEL", own, self.ledger.added[victim][1])
+                if ok and reply != 1:
+                    raise AssertionError(f"XDEL of acknowledged {victim!r} deleted {reply}")
+                (self.ledger.deleted if ok else self.ledger.unsure_deleted).add(victim)
+            if cycle % 4 == 3:
+                ok, _reply = self._call("DEL", scratch_key)
+                (self.ledger.deleted if ok else self.ledger.unsure_deleted).update(scratch)
+                scratch.clear()
+            if self.groups and cycle % 5 == 0:
+                name = b"g%d" % cycle
+                ok, _ = self._call("XGROUP", "CREATE", grp, name, "$", "MKSTREAM")
+                (self.ledger.groups_live if ok else self.ledger.groups_unsure).add((grp, name))
+            if self.groups and cycle % 5 == 2 and self.ledger.groups_live:
+                name = sorted(self.ledger.groups_live)[0][1]
+                self.ledger.groups_live.discard((grp, name))
+                ok, reply = self._call("XGROUP", "DESTROY", grp, name)
+                if ok and reply != 1:
+                    raise AssertionError(f"XGROUP DESTROY of acknowledged {name!r} gave {reply}")
+                (self.ledger.groups_gone if ok else self.ledger.groups_unsure).add((grp, name))
+            if self.groups:
+                self._consume()
+
+    def _consume(self) -> None:
+        ok, reply = self._call(
+            "XREADGROUP", "GROUP", GROUP, b"c%d" % self.region, "COUNT", 4, "STREAMS", QUEUE, ">"
+        )
+        if not ok or not reply:
+            return
+        ids = [eid for eid, _fields in reply[0][1]]
+        self.ledger.delivered.update(ids)
+        to_ack = ids[::2]
+        if not to_ack:
+            return
+        ok, _ = self._call("XACK", QUEUE, GROUP, *to_ack)
+        (self.ledger.acked if ok else self.ledger.unsure_acked).update(to_ack)
+
+
+def prepare(topo: LocalTopology) -> None:
+    """The consumer group every region reads `QUEUE` with, replicated before the load."""
+    topo.client(1).xgroup_create(QUEUE, GROUP, id="0", mkstream=True)
+    topo.sync()
+
+
+def run_load(
+    topo: LocalTopology,
+    regions: Iterable[int],
+    seconds: float,
+    rate: float,
+    during: Callable[[], None] | None = None,
+    groups: bool = True,
+    tail: float = 2.0,
+) -> list[Ledger]:
+    """Writers in `regions` for `seconds`; `during` runs in this thread meanwhile (the fault),
+    and the load goes on at least `tail` seconds after it returned (writes after recovery)."""
+    writers = [Writer(topo, r, rate, groups) for r in regions]
+    started = time.monotonic()
+    for w in writers:
+        w.start()
+    if during is not None:
+        during()
+    time.sleep(max(seconds - (time.monotonic() - started), tail))
+    return [w.stop() for w in writers]
+
+
+def serving(client: redis.Redis, timeout: float = 60) -> float:
+    """Wait until the node answers a read (not LOADING); returns the seconds waited."""
+    started = time.monotonic()
+    while True:
+        try:
+            client.xlen(b"probe")
+            return time.monotonic() - started
+        except (redis.BusyLoadingError, redis.ConnectionError):
+            if time.monotonic() - started > timeout:
+                raise
+            time.sleep(0.02)
+
+
+def settle(topo: LocalTopology, timeout: float = 60) -> None:
+    """Every node serving, then replicate until every region applied every other's ops."""
+    for i in topo.ports:
+        serving(topo.client(i))
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            topo.sync(timeout=timeout)
+            return
+        except redis.BusyLoadingError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+# --- the checks -----------------------------------------------------------------------------
+
+
+def contents(client: redis.Redis, keys: Iterable[bytes]) -> dict[bytes, list[tuple[bytes, bytes]]]:
+    """payload -> [(key, entry ID), ...] over `keys` (a list: doubles show)."""
+    seen: dict[bytes, list[tuple[bytes, bytes]]] = {}
+    for key in sorted(keys):
+        for eid, fields in client.xrange(key):
+            payload = fields.get(b"p")
+            if payload is not None:
+                seen.setdefault(payload, []).append((key, eid))
+    return seen
+
+
+def check_no_loss(topo: LocalTopology, ledgers: list[Ledger]) -> dict[str, int]:
+    """Every region: each acknowledged XADD exactly once (unless deleted), nothing deleted back,
+    no payload twice, acknowledged group creates/destroys hold; every region's digest equal.
+    Returns counts for the report."""
+    keys = set().union(*(ledger.keys for ledger in ledgers)) | {b"grp:%d" % i for i in topo.ports}
+    deleted = set().union(*(ledger.deleted for ledger in ledgers))
+    unsure_deleted = set().union(*(ledger.unsure_deleted for ledger in ledgers))
+    digests = {}
+    for i in topo.ports:
+        client = topo.client(i)
+        seen = contents(client, keys)
+        doubled = {p: where for p, where in seen.items() if len(where) > 1}
+        assert not doubled, f"r{i}: payloads present more than once: {list(doubled.items())[:5]}"
+        for ledger in ledgers:
+            for payload, (key, eid) in ledger.added.items():
+                if payload in deleted:
+                    assert payload not in seen, f"r{i}: deleted {payload!r} came back on {key!r}"
+                elif payload not in unsure_deleted:
+                    assert seen.get(payload) == [(key, eid)], (
+                        f"r{i}: acknowledged XADD {payload!r} {key!r} {eid!r} is "
+                        f"{seen.get(payload, 'missing')}"
+                    )
+            for key, name in ledger.groups_live:
+                names = {g["name"] for g in client.xinfo_groups(key)}
+                assert name in names, f"r{i}: acknowledged group {name!r} on {key!r} is missing"
+            for key, name in ledger.groups_gone:
+                if (key, name) in ledger.groups_unsure:
+                    continue
+                names = (
+                    {g["name"] for g in client.xinfo_groups(key)} if client.exists(key) else set()
+                )
+                assert name not in names, f"r{i}: destroyed group {name!r} came back"
+        digests[i] = client.execute_command("CRDT.DIGEST")
+    assert len(set(digests.values())) == 1, f"digests differ after sync: {digests}"
+    return {
+        "acknowledged_xadds": sum(len(ledger.added) for ledger in ledgers),
+        "unknown_outcome_xadds": sum(len(ledger.unsure_added) for ledger in ledgers),
+        "acknowledged_deletes": len(deleted),
+        "groups_created_live": sum(len(ledger.groups_live) for ledger in ledgers),
+        "groups_destroyed": sum(len(ledger.groups_gone) for ledger in ledgers),
+    }
+
+
+def check_pel(client: redis.Redis, ledger: Ledger) -> dict[str, int]:
+    """The region's PEL after a fault: every entry delivered and not acknowledged-acked is
+    pending (never lost); no acknowledged ack is pending again."""
+    pending: set[bytes] = set()
+    start = b"-"
+    while True:
+        rows = client.xpending_range(QUEUE, GROUP, min=start, max="+", count=1000)
+        pending.update(row["message_id"] for row in rows)
+        if len(rows) < 1000:
+            break
+        last = rows[-1]["message_id"]
+        ms, seq = last.split(b"-")
+        start = b"%s-%d" % (ms, int(seq) + 1)
+    must = ledger.delivered - ledger.acked - ledger.unsure_acked
+    lost = must - pending
+    assert not lost, f"r{ledger.region}: {len(lost)} delivered, unacked entries left the PEL"
+    back = ledger.acked & pending
+    assert not back, f"r{ledger.region}: {len(back)} acknowledged acks are pending again"
+    return {"delivered": len(ledger.delivered), "pending": len(pending), "must_pend": len(must)}
+
+
+def fold_digest(bootstrap: str, region: str) -> str:
+    """What the region's logs on its cluster fold to (a fresh replay), as CRDT.DIGEST."""
+    return replay(Request(bootstrap=bootstrap, region=region)).region.state.digest()
+
+
+def check_logs_fold_to_nodes(topo: LocalTopology) -> None:
+    for i in topo.ports:
+        node = topo.client(i).execute_command("CRDT.DIGEST").decode()
+        folded = fold_digest(topo.bootstrap[i], topo.names[i])
+        assert node == folded, f"r{i}: the node's digest differs from what its logs fold to"
+
+
+def log_dots(bootstrap: str, topic: str) -> list[tuple[int, int]]:
+    """(origin, seq) of every record of `topic` partition 0, in offset order (read_committed)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "faults-dots",
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+            "fetch.wait.max.ms": 500,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    dots: list[tuple[int, int]] = []
+    try:
+        while True:
+            msg = consumer.poll(10)
+            assert msg is not None, f"no EOF on {topic} within 10 s"
+            if msg.error():
+                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                return dots
+            value = msg.value()
+            assert value is not None
+            record = decode(value)
+            assert isinstance(record, ops.Op), f"{topic} holds a {type(record).__name__}"
+            dots.append((record.origin, record.seq))
+    finally:
+        consumer.close()
+
+
+def check_dots(topo: LocalTopology) -> dict[str, int]:
+    """In every cluster, each region's op log (home or mirrored) holds seqs 1..n in order, none
+    twice and none missing: the log never forked and no op was copied twice."""
+    counts: dict[str, int] = {}
+    for i in topo.ports:
+        for j in topo.ports:
+            topic = f"{topo.names[j]}.oplog"
+            seqs = [seq for _o, seq in log_dots(topo.bootstrap[i], topic)]
+            assert seqs == list(range(1, len(seqs) + 1)), (
+                f"{topic} on r{i}'s cluster is not 1..n: first break at "
+                f"{next(k for k, s in enumerate(seqs) if s != k + 1)} of {len(seqs)}"
+            )
+            counts[f"{topic}@r{i}"] = len(seqs)
+    return counts
+
+
+def summary(ledgers: list[Ledger]) -> str:
+    lines = []
+    for ledger in ledgers:
+        outages = ", ".join(f"{o:.2f}s" for o in ledger.outages) or "none"
+        errors = "; ".join(f"{k} x{v}" for k, v in ledger.errors.most_common(4)) or "none"
+        lines.append(
+            f"  r{ledger.region}: {ledger.commands} requests, {len(ledger.added)} XADD acked, "
+            f"{len(ledger.unsure_added)} unknown, slowest {ledger.slowest:.2f}s, "
+            f"outages {outages}, errors {errors}"
+        )
+    return "\n".join(lines)
