@@ -39,6 +39,11 @@ def local_topic(region_name: str) -> str:
     return f"{region_name}{LOCAL_SUFFIX}"
 
 
+def snapshot_topic(region_name: str) -> str:
+    """Where a region's node keeps its snapshots (chunked; never mirrored): `r1.snapshot`."""
+    return f"{region_name}.snapshot"
+
+
 def mirrored_name(topic: str, source_alias: str, naming: str) -> str:
     """The name a mirror gives `topic` on the target cluster.
 

@@ -13,7 +13,12 @@ import signal
 import sys
 
 from streams.node.auth import AuthConfig
-from streams.node.node import DEFAULT_CATCH_UP_TIMEOUT_S, RegionNode
+from streams.node.node import (
+    DEFAULT_CATCH_UP_TIMEOUT_S,
+    DEFAULT_SNAPSHOT_EVERY_OPS,
+    DEFAULT_SNAPSHOT_EVERY_S,
+    RegionNode,
+)
 from topology.config import load
 
 
@@ -25,6 +30,8 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
         debug_clock=args.debug_clock,
         debug_faults=args.debug_faults,
         snapshot=args.snapshot,
+        snapshot_every_ops=args.snapshot_every_ops,
+        snapshot_every_s=args.snapshot_every_s,
         bind=args.bind,
         port=args.port,
         auth_config=auth,
@@ -75,6 +82,22 @@ def main(argv: list[str] | None = None) -> int:
         "only the op logs' tails",
     )
     parser.add_argument(
+        "--snapshot-every-ops",
+        type=int,
+        default=DEFAULT_SNAPSHOT_EVERY_OPS,
+        metavar="N",
+        help="write a snapshot to <region>.snapshot after N committed ops "
+        f"(default {DEFAULT_SNAPSHOT_EVERY_OPS}; 0: never by count)",
+    )
+    parser.add_argument(
+        "--snapshot-every-s",
+        type=float,
+        default=DEFAULT_SNAPSHOT_EVERY_S,
+        metavar="SECONDS",
+        help="... or after this long with new ops "
+        f"(default {DEFAULT_SNAPSHOT_EVERY_S:g}; 0: never by time)",
+    )
+    parser.add_argument(
         "--debug-faults",
         action="store_true",
         help="allow CRDT.FAULT to make op-log appends fail (tests only)",
@@ -100,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         "user is then disabled",
     )
     args = parser.parse_args(argv)
+    if args.snapshot_every_ops < 0 or args.snapshot_every_s < 0:
+        parser.error("--snapshot-every-ops / --snapshot-every-s must not be negative")
     if not args.catch_up_timeout > 0:
         parser.error(f"--catch-up-timeout must be positive, got {args.catch_up_timeout:g}")
     if args.port is not None and not 0 < args.port < 65536:

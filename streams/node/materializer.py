@@ -90,6 +90,8 @@ class Materializer:
         self._start = dict(start_offsets or {})
         self.own_topics = own_topics
         self._local_read = False  # the .local backlog is read: the other topics may come
+        self.own_positions: dict[str, int] = {}
+        """Where reading the own topics stopped when they were dropped after catching up."""
         self._group_id = f"streams-{name}"
         self.pacing = pacing or Pacing()
         self._pacer = FetchPacer(self.pacing, time.monotonic())
@@ -203,6 +205,7 @@ class Materializer:
         with self._tracker_lock:
             own = [p for p in self._tracker.partitions if p[0] in self.own_topics]
             for part in own:
+                self.own_positions[part[0]] = self._tracker.partitions[part].position
                 del self._tracker.partitions[part]
         if own:
             self._consumer.incremental_unassign([TopicPartition(t, p) for t, p in own])

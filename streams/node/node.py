@@ -16,6 +16,7 @@ state from the log (answering LOADING meanwhile) before it serves again; see `wr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
@@ -35,7 +36,7 @@ from streams.crdt import ops
 from streams.crdt.region import Region
 from streams.errors import CommandError
 from streams.ids import IdMode
-from streams.node import auth, connection, transactions
+from streams.node import auth, connection, snapshots, transactions
 from streams.node.materializer import Batch, Materializer
 from streams.node.waiters import Waiters
 from streams.node.writepath import WriteBatch, WritePath
@@ -44,7 +45,7 @@ from streams.replay.fold import Fold
 from streams.resp.server import Held, Session, serve
 from streams.snapshot import Positions, read_snapshot
 from topology.config import RegionConfig, Topology
-from topology.topics import ensure_topics, local_topic, oplog_topic
+from topology.topics import ensure_topics, local_topic, oplog_topic, snapshot_topic
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,8 @@ ACK_FLUSH_S = 0.1
 RECOVERY_RETRY_S = 1.0
 
 DEFAULT_CATCH_UP_TIMEOUT_S = 300.0
+DEFAULT_SNAPSHOT_EVERY_OPS = 100_000
+DEFAULT_SNAPSHOT_EVERY_S = 600.0
 
 Clock = Callable[[], float]
 Builtin = Callable[[Session, list[bytes]], Awaitable[Reply]]
@@ -78,10 +81,14 @@ class RegionNode:
         port: int | None = None,
         auth_config: auth.AuthConfig | None = None,
         snapshot: str | None = None,
+        snapshot_every_ops: int = DEFAULT_SNAPSHOT_EVERY_OPS,
+        snapshot_every_s: float = DEFAULT_SNAPSHOT_EVERY_S,
     ) -> None:
         """`bind` / `port` override the topology's RESP address; `auth_config` sets passwords;
         `snapshot`: a snapshot file (streams snapshot, streams spark snapshot) to boot from,
-        reading only the logs' tails."""
+        reading only the logs' tails (else the newest complete one in `<region>.snapshot`);
+        `snapshot_every_ops` / `snapshot_every_s`: when the node writes a snapshot there (0: never
+        for that reason)."""
         self.topology = topology
         config = topology.region(region_name)
         if bind is not None or port is not None:
@@ -115,10 +122,20 @@ class RegionNode:
         self._fold: Fold | None = None
         self.snapshot_path = snapshot
         self.booted_from = "full replay of the logs"
+        self.snapshot_topic = snapshot_topic(region_name)
+        self.snapshot_every_ops = snapshot_every_ops
+        self.snapshot_every_s = snapshot_every_s
+        self._quiet: asyncio.Event | None = None
+        self._snapshotting = False
+        self._snapshot_at = (0, time.monotonic())  # (committed ops, when) of the last one
+        self.snapshots_taken = 0
+        self.last_snapshot = ""
+        self.last_snapshot_pause_ms = 0.0
+        self._applied_pos: dict[tuple[str, int], int] = {}
         self.boot_records = 0
         self.waiters = Waiters()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[object]] = set()
         self._server: asyncio.Server | None = None
         self.write_fault: str | None = None
         self.loading: str | None = "starting"
@@ -150,7 +167,7 @@ class RegionNode:
             own_topics=frozenset() if self.writer.fenced else frozenset({self.oplog, self.local}),
         )
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, object]) -> None:
         """Run a background task, keeping a reference until it ends (asyncio keeps only a weak
         one: an unreferenced task may be collected mid-flight)."""
         task = asyncio.get_running_loop().create_task(coro)
@@ -174,7 +191,10 @@ class RegionNode:
         """
         self._loop = asyncio.get_running_loop()
         await self._loop.run_in_executor(
-            None, ensure_topics, self.config.bootstrap, [self.oplog, self.local]
+            None,
+            ensure_topics,
+            self.config.bootstrap,
+            [self.oplog, self.local, self.snapshot_topic],
         )
         await self._loop.run_in_executor(None, self.writer.start)
         booted = await self._loop.run_in_executor(None, self._read_snapshot)
@@ -187,9 +207,18 @@ class RegionNode:
         log.info("%s serving RESP on %s:%s", self.name, self.config.bind, self.config.resp_port)
 
     def _read_snapshot(self) -> Booted | None:
-        """The state and positions of the snapshot to boot from, if one was given."""
+        """The state and positions to boot from: the snapshot file given, else the newest
+        complete snapshot in `<region>.snapshot` (older ones if it does not read back), else
+        None (a full replay)."""
         if self.snapshot_path is None:
-            return None
+            found = snapshots.load_newest(
+                self.config.bootstrap, self.snapshot_topic, self.region.id
+            )
+            if found is None:
+                return None
+            snapshot_id, region, positions = found
+            self.booted_from = f"snapshot {snapshot_id} from {self.snapshot_topic}"
+            return region, positions
         with open(self.snapshot_path, "rb") as fp:
             region, positions, meta = read_snapshot(fp)
         if region.id != self.region.id:
@@ -230,8 +259,10 @@ class RegionNode:
             await asyncio.sleep(0.01)
         self._apply_inbox()
         self._fold.finish()
+        self._applied_pos = self._fold.safe_positions()
         self._fold = None
         self.boot_records = self.materializer.records_read
+        self._snapshot_at = (self.writepath.ops, time.monotonic())
         self._apply_inbox()
 
     async def stop(self) -> None:
@@ -268,8 +299,10 @@ class RegionNode:
                     fold.feed((item.topic, item.partition), item.offset, item.record)
             return
         touched: set[bytes] = set()
+        applied_pos = self._applied_pos
         while self._inbox:
             for item in self._inbox.popleft():
+                applied_pos[(item.topic, item.partition)] = item.offset + 1
                 record = item.record
                 if isinstance(record, ops.Op):
                     for applied in self.region.receive(record):
@@ -301,6 +334,8 @@ class RegionNode:
         """
         if self._sessions.get(session.id) is not session:
             self._register(session)
+        if self._quiet is not None:  # a snapshot is being forked: a few milliseconds
+            await self._quiet.wait()
         reply = await self._handle(session, args)
         self.stats.count(reply)
         return self._held(reply)
@@ -451,7 +486,8 @@ class RegionNode:
             self.materializer = self._new_materializer()
             self.booted_from = "full replay of the logs (reload after a failed write)"
             try:
-                await self._catch_up(DEFAULT_CATCH_UP_TIMEOUT_S)
+                booted = await loop.run_in_executor(None, self._read_snapshot)
+                await self._catch_up(DEFAULT_CATCH_UP_TIMEOUT_S, booted)
             except (CatchUpTimeout, RuntimeError) as exc:
                 log.warning("%s: reloading failed (%s); retrying", self.name, exc)
                 await asyncio.sleep(RECOVERY_RETRY_S)
@@ -470,10 +506,112 @@ class RegionNode:
             await asyncio.sleep(ACK_FLUSH_S)
             try:
                 self.flush_ack_effects()
+                if self._snapshot_due():
+                    self._spawn(self.take_snapshot())
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("%s: housekeeping failed", self.name)
+
+    # --- snapshots (streams/node/snapshots.py) ---
+
+    def _snapshot_due(self) -> bool:
+        if self._snapshotting or self.loading is not None or self.writer.fenced:
+            return False
+        ops_then, when = self._snapshot_at
+        new_ops = self.writepath.ops - ops_then
+        by_ops = self.snapshot_every_ops > 0 and new_ops >= self.snapshot_every_ops
+        by_time = (
+            self.snapshot_every_s > 0
+            and new_ops > 0
+            and time.monotonic() - when >= self.snapshot_every_s
+        )
+        return by_ops or by_time
+
+    def _snapshot_positions(self) -> Positions:
+        """The next offset per topic that the state covers: what the node applied from the
+        other regions' logs, and for its own logs what its committed transactions wrote."""
+        positions = dict(self._applied_pos)
+        own = dict(self.materializer.own_positions)
+        for topic, offset in self.writer.next_offsets.items():
+            own[topic] = max(own.get(topic, 0), offset)
+        for topic, offset in own.items():
+            positions[(topic, 0)] = max(positions.get((topic, 0), 0), offset)
+        return positions
+
+    async def take_snapshot(self) -> str | None:
+        """Write a snapshot to `<region>.snapshot`; its id, or None when none could be taken.
+
+        Commands wait while the batch in flight commits and the state is forked (BGSAVE-like:
+        the child serializes its copy-on-write image), then go on while the child writes."""
+        if self._snapshotting:
+            return None
+        self._snapshotting = True
+        loop = asyncio.get_running_loop()
+        try:
+            forked: tuple[int, str, str] | None = None
+            for _attempt in range(20):
+                if self.loading is not None:
+                    return None
+                quiet = self._quiet = asyncio.Event()
+                paused = time.perf_counter()
+                try:
+                    if await self.writepath.settled() is not None:
+                        return None  # the batch failed: the node reloads
+                    self._apply_inbox()
+                    if (
+                        self.writepath.pending() is None
+                        and self.region.causal.waiting == 0
+                        and not self._held_local
+                        and self.loading is None
+                    ):
+                        snapshot_id = f"{self.now_ms()}-{self.region.vector.get(self.region.id, 0)}"
+                        meta = {"writer": f"node {self.name}", "snapshot_id": snapshot_id}
+                        pid, path = snapshots.fork_write(
+                            self.region, self._snapshot_positions(), self.name, meta
+                        )
+                        forked = (pid, path, snapshot_id)
+                        self._snapshot_at = (self.writepath.ops, time.monotonic())
+                finally:
+                    self._quiet = None
+                    quiet.set()
+                    self.last_snapshot_pause_ms = (time.perf_counter() - paused) * 1000
+                if forked is not None:
+                    break
+                await asyncio.sleep(0.05)
+            if forked is None:
+                log.warning("%s: no quiet moment for a snapshot; trying later", self.name)
+                return None
+            pid, path, snapshot_id = forked
+            try:
+                if not await loop.run_in_executor(None, snapshots.wait_child, pid):
+                    log.error("%s: the snapshot child failed; no snapshot stored", self.name)
+                    return None
+                with open(path, "rb") as fp:
+                    data = fp.read()
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+            await loop.run_in_executor(
+                None,
+                snapshots.publish,
+                self.config.bootstrap,
+                self.snapshot_topic,
+                snapshot_id,
+                data,
+            )
+            self.snapshots_taken += 1
+            self.last_snapshot = snapshot_id
+            log.info(
+                "%s: snapshot %s stored (%d bytes; commands paused %.1f ms)",
+                self.name, snapshot_id, len(data), self.last_snapshot_pause_ms,
+            )
+            return snapshot_id
+        except Exception:
+            log.exception("%s: taking a snapshot failed", self.name)
+            return None
+        finally:
+            self._snapshotting = False
 
     def flush_ack_effects(self) -> int:
         """Issue the consecutive-XACK effects held back for coalescing into the open batch."""
@@ -512,6 +650,7 @@ class RegionNode:
             b"crdt.info": self._crdt_info,
             b"crdt.clock": self._crdt_clock,
             b"crdt.fault": self._crdt_fault,
+            b"crdt.snapshot": self._crdt_snapshot,
         }.get(name)
 
     @staticmethod
@@ -598,6 +737,15 @@ class RegionNode:
             return exc
         return OK
 
+    async def _crdt_snapshot(self, session: Session, args: list[bytes]) -> Reply:
+        """CRDT.SNAPSHOT: write a snapshot now (as BGSAVE, but answered once it is stored)."""
+        if self.loading is not None:
+            return LOADING
+        snapshot_id = await self.take_snapshot()
+        if snapshot_id is None:
+            return CommandError("ERR no snapshot was taken now (one in progress, or see the log)")
+        return snapshot_id.encode()
+
     async def _crdt_fault(self, session: Session, args: list[bytes]) -> Reply:
         """CRDT.FAULT APPEND n: the next n op-log appends fail (their transactions are aborted),
         to prove the failure path of group commit. Refused unless started with --debug-faults."""
@@ -635,6 +783,9 @@ class RegionNode:
             "ms_since_last_op": " ".join(f"{k}={v}" for k, v in lag.items()),
             "local_seq": self.region.local_seq,
             "booted_from": self.booted_from,
+            "snapshots_taken": self.snapshots_taken,
+            "last_snapshot": self.last_snapshot,
+            "last_snapshot_pause_ms": round(self.last_snapshot_pause_ms, 2),
             "boot_records_read": self.boot_records,
             "write_fault": self.write_fault or "",
             "materializer_error": self.fatal or "",

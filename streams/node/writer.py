@@ -15,8 +15,9 @@ import logging
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from streams.crdt import ops
 from streams.ops.codec import encode, headers
@@ -55,6 +56,8 @@ class RegionWriter:
         self.timeout_s = timeout_s
         self.fenced = False
         self.fail_next = 0
+        self.next_offsets: dict[str, int] = {}
+        """Per own topic: one past the last record a committed transaction wrote."""
         """Test hook (CRDT.FAULT): abort this many upcoming transactions as failed."""
         self._producer = Producer(
             {
@@ -91,16 +94,23 @@ class RegionWriter:
         producer = self._producer
         try:
             producer.begin_transaction()
-            for op in replicated:
+            last = len(replicated) - 1
+            for i, op in enumerate(replicated):
                 producer.produce(
-                    self.oplog_topic, key=op.body.key, value=encode(op), headers=headers(op)
+                    self.oplog_topic,
+                    key=op.body.key,
+                    value=encode(op),
+                    headers=headers(op),
+                    on_delivery=self._delivered if i == last else None,
                 )
-            for record in local:
+            last = len(local) - 1
+            for i, record in enumerate(local):
                 producer.produce(
                     self.local_topic,
                     key=record.body.key,
                     value=encode(record),
                     headers=headers(record),
+                    on_delivery=self._delivered if i == last else None,
                 )
             if self.fail_next > 0:
                 self.fail_next -= 1
@@ -119,6 +129,14 @@ class RegionWriter:
         except BufferError as exc:
             self._abort()
             raise WriterError(f"the producer queue is full: {exc}") from exc
+
+    def _delivered(self, error: KafkaError | None, message: Message[Any, Any]) -> None:
+        """The last record of a topic in a transaction landed: what follows it in that topic is
+        where a snapshot taken now resumes reading (control records are skipped by readers)."""
+        offset = message.offset()
+        if error is None and offset is not None and offset >= 0:
+            topic = message.topic() or ""
+            self.next_offsets[topic] = max(self.next_offsets.get(topic, 0), offset + 1)
 
     def _abort(self) -> None:
         try:

@@ -1,0 +1,196 @@
+"""Snapshots of a region's state kept in Kafka (`<region>.snapshot`), so a restarted node, or a node
+on a fresh machine, reads only the tails of the op logs.
+
+Taking one (`take`): Redis's BGSAVE, with the same reason. The node waits until nothing it holds is
+uncommitted (a few milliseconds: the batch in flight commits) and its causal buffer holds nothing,
+notes the exact log positions its state covers, and forks. The child writes the state from its
+copy-on-write image of memory in the `streams.snapshot` format and exits; the parent serves on at
+once and publishes the file when the child is done. Service stops only for the settle and the
+fork, never for the serialization.
+
+Storing one: the file is cut into records of at most `CHUNK_BYTES` under one snapshot id (the
+record key), each carrying the chunk's index, the chunk count and the whole file's SHA-256 in
+headers. A snapshot is complete when every chunk is there and the digest matches.
+
+Finding one (`load_newest`): read the topic, keep the newest two complete snapshots, try the newest:
+an unreadable one (`SnapshotError`, a digest mismatch, another region's) is reported and the
+previous one is tried, then a full replay: never a wrong state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from streams.crdt.region import Region
+from streams.snapshot import Positions, SnapshotError, read_snapshot, write_snapshot
+from topology.kafka import consumer_config
+
+log = logging.getLogger(__name__)
+
+CHUNK_BYTES = 1024 * 1024
+H_ID, H_CHUNK, H_CHUNKS, H_SHA = (
+    "snapshot.id",
+    "snapshot.chunk",
+    "snapshot.chunks",
+    "snapshot.sha256",
+)
+
+
+def fork_write(
+    region: Region, positions: Positions, region_name: str, meta: dict[str, str]
+) -> tuple[int, str]:
+    """Fork a child that writes the snapshot file; returns (child pid, file path). The caller must
+    reap the child (`wait_child`)."""
+    fd, path = tempfile.mkstemp(prefix=f"streams-{region_name}-", suffix=".snapshot")
+    os.close(fd)
+    pid = os.fork()
+    if pid == 0:  # the child: pure Python on its copy of the state, then leave without cleanup
+        status = 1
+        try:
+            with open(path, "wb") as out:
+                write_snapshot(region, positions, out, region_name=region_name, meta=meta)
+            status = 0
+        finally:
+            os._exit(status)
+    return pid, path
+
+
+def wait_child(pid: int) -> bool:
+    """Block until the child exits; True if it wrote its file."""
+    _pid, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def publish(
+    bootstrap: str, topic: str, snapshot_id: str, data: bytes, timeout: float = 60.0
+) -> None:
+    """Append one snapshot file to the snapshot topic as chunks; raises on a failed delivery."""
+    digest = hashlib.sha256(data).hexdigest().encode()
+    chunks = [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
+    errors: list[str] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "message.max.bytes": CHUNK_BYTES + 64 * 1024,
+            "log_level": 3,
+        }
+    )
+    for index, chunk in enumerate(chunks):
+        producer.produce(
+            topic,
+            key=snapshot_id.encode(),
+            value=chunk,
+            headers=[
+                (H_ID, snapshot_id.encode()),
+                (H_CHUNK, str(index).encode()),
+                (H_CHUNKS, str(len(chunks)).encode()),
+                (H_SHA, digest),
+            ],
+            on_delivery=lambda err, _msg: errors.append(str(err)) if err is not None else None,
+        )
+        producer.poll(0)
+    left = producer.flush(timeout)
+    if left or errors:
+        raise RuntimeError(f"snapshot {snapshot_id} not stored in {topic}: {errors or left}")
+
+
+@dataclass
+class _Assembly:
+    snapshot_id: str
+    chunks: int
+    sha: bytes
+    parts: dict[int, bytes] = field(default_factory=dict)
+
+    def complete(self) -> bool:
+        return len(self.parts) == self.chunks
+
+    def data(self) -> bytes:
+        return b"".join(self.parts[i] for i in range(self.chunks))
+
+
+def _headers(msg: object) -> dict[str, bytes]:
+    raw = msg.headers() or []  # type: ignore[attr-defined]
+    return {k: v for k, v in raw if v is not None}
+
+
+def read_complete(
+    bootstrap: str, topic: str, keep: int = 2, timeout: float = 120.0
+) -> list[tuple[str, bytes]]:
+    """The newest `keep` complete snapshots in the topic, newest first, as (id, file bytes)."""
+    # Few, large records: the broker finds them fast, and an empty topic answers after one wait.
+    consumer = Consumer(consumer_config(bootstrap, f"streams-snapshot-reader-{topic}", 20))
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    partial: dict[str, _Assembly] = {}
+    done: list[_Assembly] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    break
+                if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    return []
+                continue
+            h = _headers(msg)
+            try:
+                sid = h[H_ID].decode()
+                index, count = int(h[H_CHUNK]), int(h[H_CHUNKS])
+            except (KeyError, ValueError):
+                log.warning("%s offset %s: not a snapshot chunk; ignored", topic, msg.offset())
+                continue
+            asm = partial.setdefault(sid, _Assembly(sid, count, h.get(H_SHA, b"")))
+            asm.parts[index] = msg.value() or b""
+            if asm.complete():
+                del partial[sid]
+                done.append(asm)
+                done = done[-keep:]
+            if len(partial) > keep:  # incomplete leftovers of older attempts
+                for old in list(partial)[:-keep]:
+                    del partial[old]
+    finally:
+        consumer.close()
+    return [(a.snapshot_id, a.data()) for a in reversed(done) if _sha_ok(a)]
+
+
+def _sha_ok(asm: _Assembly) -> bool:
+    ok = hashlib.sha256(asm.data()).hexdigest().encode() == asm.sha
+    if not ok:
+        log.error("snapshot %s: its chunks do not match their SHA-256; not used", asm.snapshot_id)
+    return ok
+
+
+def load_newest(bootstrap: str, topic: str, region_id: int) -> tuple[str, Region, Positions] | None:
+    """The newest snapshot of the topic that reads back whole, falling back to older ones."""
+    for snapshot_id, data in read_complete(bootstrap, topic):
+        try:
+            region, positions, _meta = read_snapshot(io.BytesIO(data))
+        except SnapshotError as exc:
+            log.error(
+                "snapshot %s in %s is unreadable (%s); trying an older one", snapshot_id, topic, exc
+            )
+            continue
+        if region.id != region_id:
+            log.error(
+                "snapshot %s in %s is of region id %d, not %d; ignored",
+                snapshot_id,
+                topic,
+                region.id,
+                region_id,
+            )
+            continue
+        return snapshot_id, region, positions
+    return None
