@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from differential.redis_server import RedisServer, find_redis_server
@@ -28,3 +29,25 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
     finally:
         server.stop()
+
+
+SLOW_DIRS = {"integration", "faults", "sdk", "pipeline", "bench"}
+"""Directories whose tests start brokers, nodes or Spark: out of the fast loop (`-m "not slow"`)."""
+KAFKA_DIRS = {"integration", "faults", "sdk"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Test tiers in one place: tests under the directories above are `slow` (and `kafka`
+    where they start brokers); tests that use a real redis-server are `redis`. A test file may
+    add its own markers too."""
+    for item in items:
+        parts = Path(str(item.fspath)).parts
+        folder = parts[parts.index("tests") + 1] if "tests" in parts else ""
+        if folder in SLOW_DIRS:
+            item.add_marker(pytest.mark.slow)
+        if folder in KAFKA_DIRS:
+            item.add_marker(pytest.mark.kafka)
+        if folder == "differential" or "redis_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.redis)
+        if item.get_closest_marker("kafka") is not None:
+            item.add_marker(pytest.mark.slow)
