@@ -2,7 +2,8 @@
 
 One JSON-lines record schema for every verb, versioned by the `v` field of each line
 (`SCHEMA_VERSION`); `type` says what a line holds: `op` (a log record), `key` (a key's state),
-`summary` (vector, digest, taint), `diff`, `divergence`, `skipped`.
+`summary` (vector, digest, taint), `diff`, `divergence`, `skipped`, `history` (an `op` line
+plus its apply index and effect on the key).
 """
 
 from __future__ import annotations
