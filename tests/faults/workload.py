@@ -273,14 +273,14 @@ def serving(client: redis.Redis, timeout: float = 60) -> float:
             time.sleep(0.02)
 
 
-def settle(topo: LocalTopology, timeout: float = 60) -> None:
+def settle(topo: LocalTopology, timeout: float = 60, regions: list[int] | None = None) -> None:
     """Every node serving, then replicate until every region applied every other's ops."""
-    for i in topo.ports:
+    for i in regions or topo.ports:
         serving(topo.client(i))
     deadline = time.monotonic() + timeout
     while True:
         try:
-            topo.sync(timeout=timeout)
+            topo.sync(regions, timeout=timeout)
             return
         except redis.BusyLoadingError:
             if time.monotonic() > deadline:
@@ -302,15 +302,17 @@ def contents(client: redis.Redis, keys: Iterable[bytes]) -> dict[bytes, list[tup
     return seen
 
 
-def check_no_loss(topo: LocalTopology, ledgers: list[Ledger]) -> dict[str, int]:
-    """Every region: each acknowledged XADD exactly once (unless deleted), nothing deleted back,
-    no payload twice, acknowledged group creates/destroys hold; every region's digest equal.
-    Returns counts for the report."""
+def check_no_loss(
+    topo: LocalTopology, ledgers: list[Ledger], regions: Iterable[int] | None = None
+) -> dict[str, int]:
+    """Every region (or those in `regions`): each acknowledged XADD exactly once (unless
+    deleted), nothing deleted back, no payload twice, acknowledged group creates/destroys hold;
+    every region's digest equal. Returns counts for the report."""
     keys = set().union(*(ledger.keys for ledger in ledgers)) | {b"grp:%d" % i for i in topo.ports}
     deleted = set().union(*(ledger.deleted for ledger in ledgers))
     unsure_deleted = set().union(*(ledger.unsure_deleted for ledger in ledgers))
     digests = {}
-    for i in topo.ports:
+    for i in sorted(topo.ports) if regions is None else regions:
         client = topo.client(i)
         seen = contents(client, keys)
         doubled = {p: where for p, where in seen.items() if len(where) > 1}
@@ -423,10 +425,26 @@ def check_dots(topo: LocalTopology) -> dict[str, int]:
     return counts
 
 
+def crdt_info(client: redis.Redis) -> dict[str, str]:
+    flat = client.execute_command("CRDT.INFO")
+    return {
+        flat[k].decode(): (
+            flat[k + 1].decode(errors="replace")
+            if isinstance(flat[k + 1], bytes)
+            else str(flat[k + 1])
+        )
+        for k in range(0, len(flat), 2)
+    }
+
+
 def summary(ledgers: list[Ledger]) -> str:
     lines = []
     for ledger in ledgers:
-        outages = ", ".join(f"{o:.2f}s" for o in ledger.outages) or "none"
+        outages = (
+            f"{len(ledger.outages)}, longest {max(ledger.outages):.2f}s"
+            if ledger.outages
+            else "none"
+        )
         errors = "; ".join(f"{k} x{v}" for k, v in ledger.errors.most_common(4)) or "none"
         lines.append(
             f"  r{ledger.region}: {ledger.commands} requests, {len(ledger.added)} XADD acked, "
