@@ -364,17 +364,14 @@ def markdown(figures: Figures, extra: dict[str, object], plan: Plan, machine: st
     return "\n".join(lines) + "\n"
 
 
-BEGIN = "<!-- bench:throughput begin -->"
-END = "<!-- bench:throughput end -->"
-
-
-def write_section(path: Path, section: str) -> None:
-    """Replace this harness's section of the benchmarks page (other sections stay)."""
+def write_section(path: Path, section: str, name: str = "throughput") -> None:
+    """Replace one harness's section of the benchmarks page (other sections stay)."""
+    begin, end = f"<!-- bench:{name} begin -->", f"<!-- bench:{name} end -->"
     text = path.read_text() if path.exists() else "# Benchmarks\n"
-    block = f"{BEGIN}\n{section}{END}\n"
-    if BEGIN in text and END in text:
-        head, _, rest = text.partition(BEGIN)
-        _, _, tail = rest.partition(END + "\n")
+    block = f"{begin}\n{section}{end}\n"
+    if begin in text and end in text:
+        head, _, rest = text.partition(begin)
+        _, _, tail = rest.partition(end + "\n")
         text = head + block + tail
     else:
         title, _, body = text.partition("\n")

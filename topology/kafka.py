@@ -48,9 +48,10 @@ class Pacing:
     """Once nothing arrived for `idle_after_s`: an idle consumer costs Tansu about 1 % of a
     core at 250-500 ms and 7 % at 5 ms; the first record after an idle spell waits up to this."""
     idle_after_s: float = 2.0
-    catch_up_ms: int = 500
-    """While reading a backlog: the broker answers as soon as it has data, so a long wait costs
-    nothing then, and it gives Tansu time to find the records of a large partition."""
+    catch_up_ms: int = 100
+    """While reading a backlog: the broker answers as soon as it has data; 100 ms lets Tansu
+    assemble fetches of partitions of tens of thousands of batches (beyond, the doubling below
+    takes over), while a partition already at its end costs one wait before its EOF arrives."""
     max_ms: int = 8000
     """The wait never grows past this when a broker keeps running out of time."""
 
