@@ -14,7 +14,7 @@ from streams.ids import MIN_ID, IdMode, StreamID
 
 
 class Region:
-    __slots__ = ("id", "mode", "state", "causal", "local_seq", "_dirty_acks")
+    __slots__ = ("id", "mode", "state", "causal", "local_seq", "_dirty_acks", "_progress")
 
     def __init__(self, region_id: int, mode: IdMode = IdMode.STRICT) -> None:
         self.id = region_id
@@ -23,6 +23,8 @@ class Region:
         self.causal = CausalBuffer()
         self.local_seq = 0
         self._dirty_acks: set[tuple[bytes, bytes]] = set()
+        # What each other region had applied, as learned from its ops applied here.
+        self._progress: dict[int, dict[int, int]] = {}
 
     @property
     def vector(self) -> dict[int, int]:
@@ -80,7 +82,36 @@ class Region:
         released = self.causal.offer(op)
         for ready in released:
             self.state.apply(ready)
+            self._learn(ready)
         return released
+
+    def _learn(self, op: ops.Op) -> None:
+        """An op carries its origin's applied vector when it was issued (ctx, plus its own seq):
+        a lower bound of how far that region has applied every region."""
+        if op.origin == self.id:
+            return
+        known = self._progress.get(op.origin)
+        if known is None:
+            known = self._progress[op.origin] = {}
+        if op.seq > known.get(op.origin, 0):
+            known[op.origin] = op.seq
+        for region, seq in op.ctx:
+            if seq > known.get(region, 0):
+                known[region] = seq
+
+    def progress(self) -> dict[int, dict[int, int]]:
+        """Per region, what it is known to have applied per origin (this region: exactly)."""
+        known = {r: dict(v) for r, v in self._progress.items()}
+        known[self.id] = dict(self.causal.applied)
+        return known
+
+    def stable_vector(self, regions: list[int]) -> dict[int, int]:
+        """Per origin, the highest seq every region of `regions` is known to have applied:
+        ops at or below it are causally stable (nothing still to come can be concurrent)."""
+        known = self.progress()
+        return {
+            origin: min(known.get(r, {}).get(origin, 0) for r in regions) for origin in regions
+        }
 
     def ack_effects(self) -> list[ops.AckEffect]:
         """The consecutive-XACK effects held back since the last call (DESIGN section 7).
@@ -118,9 +149,10 @@ class Region:
         """Issue the held-back XACK effects as replicated ops."""
         return [self.issue(effect, now_ms) for effect in self.ack_effects()]
 
-    def collect_tombstones(self, regions: list[int], known: dict[int, dict[int, int]]) -> int:
-        """GC group tombstones all `regions` have applied; `known[r]` is r's applied vector."""
-        stable: dict[int, int] = {}
-        for origin in regions:
-            stable[origin] = min(known.get(r, {}).get(origin, 0) for r in regions)
-        return self.state.collect_tombstones(stable)
+    def collect_tombstones(self, regions: list[int]) -> int:
+        """Drop the DEL / XGROUP DESTROY tombstones every region of the topology (`regions`,
+        this one included) has applied; returns how many went. Safe to call at any time: a
+        region not heard from since it applied a tombstone keeps it alive."""
+        if self.id not in regions:
+            raise ValueError(f"region {self.id} is not in the topology {regions}")
+        return self.state.collect_tombstones(self.stable_vector(regions))

@@ -61,10 +61,13 @@ class KeyState:
 class State:
     """Every key a region has materialized."""
 
-    __slots__ = ("keys",)
+    __slots__ = ("keys", "_tombstoned")
 
     def __init__(self) -> None:
         self.keys: dict[bytes, KeyState] = {}
+        # Keys that may hold tombstones, so collection does not scan every key; None until the
+        # first collection (a snapshot loader fills `keys` directly), which scans once.
+        self._tombstoned: set[bytes] | None = None
 
     def get(self, key: bytes) -> KeyState | None:
         """The key if it exists (has an entry or a group), else None."""
@@ -111,6 +114,8 @@ class State:
         ks.entries.remove_all_observed(_covered(op))
         ks.groups.clear()
         ks.del_tombstones.append((op.origin, op.seq))
+        if self._tombstoned is not None:
+            self._tombstoned.add(body.key)
         top = ks.entries.max_id()
         ks.last_id = top if top is not None else MIN_ID
         ks.entries_added = ks.entries.length
@@ -159,6 +164,8 @@ class State:
         ks = self._key(body.key)
         ks.groups.pop(body.group, None)
         ks.group_tombstones.setdefault(body.group, []).append((op.origin, op.seq))
+        if self._tombstoned is not None:
+            self._tombstoned.add(body.key)
 
     def _apply_ack_effect(self, op: ops.Op, body: ops.AckEffect) -> None:
         group = self.group(body.key, body.group)
@@ -174,12 +181,21 @@ class State:
     def collect_tombstones(self, stable: dict[int, int]) -> int:
         """Drop tombstones every region has applied (`stable` = per-origin seq all have).
 
-        A create issued after its region applied a tombstone covers it, so once every region has
-        applied it no future create can be beaten by it.
+        A create issued after its region applied a tombstone covers it, and every op a region
+        issued before applying it has already been applied here (the caller learned the
+        region's progress from a later op of that region, delivered causally), so once every
+        region has applied a tombstone no create can still be beaten by it: it can go.
         """
+        if self._tombstoned is None:
+            self._tombstoned = {
+                k for k, ks in self.keys.items() if ks.del_tombstones or ks.group_tombstones
+            }
         dropped = 0
-        for key in list(self.keys):
-            ks = self.keys[key]
+        for key in list(self._tombstoned):
+            ks = self.keys.get(key)
+            if ks is None:
+                self._tombstoned.discard(key)
+                continue
             before = len(ks.del_tombstones)
             ks.del_tombstones = [d for d in ks.del_tombstones if stable.get(d[0], 0) < d[1]]
             dropped += before - len(ks.del_tombstones)
@@ -190,9 +206,18 @@ class State:
                     ks.group_tombstones[name] = kept
                 else:
                     del ks.group_tombstones[name]
+            if not ks.del_tombstones and not ks.group_tombstones:
+                self._tombstoned.discard(key)
             if ks.is_empty_husk() and ks.last_id == MIN_ID:
                 del self.keys[key]
         return dropped
+
+    def tombstone_count(self) -> int:
+        """DEL and XGROUP DESTROY tombstones held (diagnostics, tests)."""
+        return sum(
+            len(ks.del_tombstones) + sum(len(d) for d in ks.group_tombstones.values())
+            for ks in self.keys.values()
+        )
 
     # --- digest --------------------------------------------------------------------------------
 

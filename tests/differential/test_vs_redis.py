@@ -32,12 +32,9 @@ Known deviations, and exactly what the test does about them:
   or smaller than the target stream top item", as we do). The test accepts exactly that pair.
 - XADD `*` takes the server clock. It is compared only when the key's last ID is far in the
   future (ms >= 10**13), where both sides must give last ID + 1; otherwise the step is skipped.
-- Approximate trimming (`~`) removes whole radix-tree nodes; our model has no nodes and treats
-  the current entries as one node while there are fewer than 100 (every generated history adds
-  fewer than 100 entries per key, so Redis keeps one node per key too). A Redis node keeps the
-  ID of its last entry even after XDEL flagged it deleted, and `XTRIM MINID ~` compares the
-  threshold with that ID; our model compares with the last entry still present. XTRIM MINID ~
-  is therefore skipped (on both sides) while the last entry added to the key has been deleted.
+- Approximate trimming (`~`) removes whole radix-tree nodes; the entry blocks are Redis's nodes
+  (deleted slots and the last slot's ID included), so `~` is compared like everything else
+  (tests/differential/test_nodes_vs_redis.py covers many nodes, sizes and node limits).
 """
 
 from __future__ import annotations
@@ -378,10 +375,6 @@ class Differential:
                 return top is None or top[0] < FUTURE_MS
         if name == b"xsetid" and key in self.husks:
             return True
-        if name == b"xtrim" and any(a.lower() == b"minid" for a in args) and b"~" in args:
-            last = self.last_added.get(key)
-            ks = self.region.state.get(key)
-            return last is not None and (ks is None or not ks.entries.has(last))
         return False
 
     def _known_difference(self, name: bytes, args: list[bytes], ours: bytes,
