@@ -51,6 +51,8 @@ log = logging.getLogger(__name__)
 
 ACK_FLUSH_S = 0.1
 RECOVERY_RETRY_S = 1.0
+TOMBSTONE_GC_S = 5.0
+"""How often DEL / XGROUP DESTROY tombstones that every region has applied are dropped."""
 
 DEFAULT_CATCH_UP_TIMEOUT_S = 300.0
 DEFAULT_SNAPSHOT_EVERY_OPS = 100_000
@@ -129,6 +131,7 @@ class RegionNode:
         self._snapshotting = False
         self._snapshot_at = (0, time.monotonic())  # (committed ops, when) of the last one
         self.snapshots_taken = 0
+        self.tombstones_collected = 0
         self.last_snapshot = ""
         self.last_snapshot_pause_ms = 0.0
         self._applied_pos: dict[tuple[str, int], int] = {}
@@ -502,10 +505,16 @@ class RegionNode:
     # --- background work ---
 
     async def _housekeeping(self) -> None:
+        next_gc = time.monotonic() + TOMBSTONE_GC_S
         while True:
             await asyncio.sleep(ACK_FLUSH_S)
             try:
                 self.flush_ack_effects()
+                if time.monotonic() >= next_gc and self.loading is None:
+                    next_gc = time.monotonic() + TOMBSTONE_GC_S
+                    self.tombstones_collected += self.region.collect_tombstones(
+                        sorted(self.region_names)
+                    )
                 if self._snapshot_due():
                     self._spawn(self.take_snapshot())
             except asyncio.CancelledError:
@@ -784,6 +793,7 @@ class RegionNode:
             "local_seq": self.region.local_seq,
             "booted_from": self.booted_from,
             "snapshots_taken": self.snapshots_taken,
+            "tombstones_collected": self.tombstones_collected,
             "last_snapshot": self.last_snapshot,
             "last_snapshot_pause_ms": round(self.last_snapshot_pause_ms, 2),
             "boot_records_read": self.boot_records,
