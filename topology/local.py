@@ -277,8 +277,8 @@ class LocalTopology:
                         return
                 except redis.AuthenticationError:
                     return  # it answered NOAUTH: it serves (node_args set a password)
-                except redis.ConnectionError:
-                    pass
+                except (redis.ConnectionError, redis.TimeoutError):
+                    pass  # not listening yet, or too busy to answer within the probe's timeout
                 if time.monotonic() > deadline:
                     raise TopologyError(f"region r{i}'s node did not start:\n{self.node_log(i)}")
                 time.sleep(0.05)
