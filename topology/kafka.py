@@ -17,7 +17,14 @@ Kafka takes three non-obvious rules, and every reader must follow all three.
    log end, and transaction control records take offsets that read_committed never delivers.
    Partition-EOF events are right on both brokers: `EndTracker` says a partition is caught up
    once an EOF was reported at or after everything delivered, whatever the order in which
-   records and EOF events arrive.
+   records and EOF events arrive. But librdkafka reports EOF only when a fetch comes back
+   empty at the end, and a log that another region appends to steadily never gives an empty
+   fetch: a restart (or a reload after a failed write) waited as long as that region wrote.
+   So a partition that others append to ("growing") is also caught up once reading passed the
+   first end the broker reported after assignment: everything committed when catch-up began
+   is read, which is what catching up means (Kafka Streams restores to the end offset it
+   found at start, for the same reason). The region's own logs, which nobody else writes
+   while it catches up, still need their EOF: a node must know its own last op exactly.
 3. **Fetch sizes.** Op records may be 64 MB (a 10 MB Redis value and more); the fetch limits
    must let one record through and let catch-up take large steps.
 
@@ -93,6 +100,14 @@ class PartitionEnd:
     it, so a reader of a log that keeps growing still finishes its catch-up)."""
     high: int | None = None
     """The broker's last reported high watermark (on Tansu only a lower bound of the end)."""
+    growing: bool = False
+    """Others may append while it is read: reaching `target` counts as reaching the end."""
+    target: int | None = None
+    """The first high watermark reported after assignment (growing partitions only)."""
+
+    def note_progress(self) -> None:
+        if self.growing and self.target is not None and self.position >= self.target:
+            self.reached_end = True
 
 
 @dataclass
@@ -101,14 +116,17 @@ class EndTracker:
 
     partitions: dict[Partition, PartitionEnd] = field(default_factory=dict)
 
-    def assign(self, part: Partition, start: int) -> None:
-        self.partitions[part] = PartitionEnd(start)
+    def assign(self, part: Partition, start: int, growing: bool = False) -> None:
+        """`growing`: other writers may append to it while it is read (see the module
+        docstring): caught up at the first reported end, without waiting for an EOF."""
+        self.partitions[part] = PartitionEnd(start, growing=growing)
 
     def on_record(self, part: Partition, offset: int) -> None:
         state = self.partitions[part]
         state.position = max(state.position, offset + 1)
         if state.eof_at is not None and offset >= state.eof_at:
             state.eof_at = None  # the log grew past the end seen before
+        state.note_progress()
 
     def on_eof(self, part: Partition, offset: int) -> None:
         state = self.partitions[part]
@@ -119,13 +137,18 @@ class EndTracker:
 
     def on_high_watermark(self, part: Partition, high: int) -> None:
         if high >= 0:
-            self.partitions[part].high = high
+            state = self.partitions[part]
+            state.high = high
+            if state.target is None:
+                state.target = high
+                state.note_progress()
 
     def at_end(self, part: Partition) -> bool:
         return self.partitions[part].eof_at is not None
 
     def caught_up(self) -> bool:
-        """Every assigned partition has reported its end at least once."""
+        """Every assigned partition has reached its end at least once (an EOF, or for a
+        growing partition the first end reported)."""
         return bool(self.partitions) and all(p.reached_end for p in self.partitions.values())
 
     def behind(self, part: Partition) -> bool:
@@ -191,9 +214,7 @@ class FetchPacer:
         self.wait_ms = target
         return target
 
-    def observe(
-        self, now: float, delivered: set[Partition], behind: set[Partition]
-    ) -> int | None:
+    def observe(self, now: float, delivered: set[Partition], behind: set[Partition]) -> int | None:
         """After one poll: `delivered` are the partitions that returned records, `behind` those
         the tracker says are behind. Returns the new wait when it should change, else None."""
         if delivered:

@@ -5,9 +5,11 @@ everything, and a group join costs seconds), every `*.oplog` topic on the cluste
 own and the mirrored ones, under either MirrorMaker 2 naming) plus the region's own `.local`
 topic, and hands decoded batches to the node.
 
-"Caught up" (the node serves only after it) means every topic reported partition EOF at least
-once since start (`topology.kafka.EndTracker`: right in any order of records and EOF events, and
-on Tansu, whose high watermark is not the log end). The fetch wait follows
+"Caught up" (the node serves only after it) means every topic reached its end at least once
+since start (`topology.kafka.EndTracker`: right in any order of records and EOF events, and on
+Tansu, whose high watermark is not the log end): the region's own logs by partition EOF, other
+regions' logs, which may grow steadily meanwhile, also by reading past the first end the broker
+reported. The fetch wait follows
 `topology.kafka.FetchPacer`: long while reading the backlog, short while records flow, long again
 when idle, and doubled whenever the broker keeps answering without the records it has (Tansu's
 cost per fetch grows with a partition's history; a fixed 5 ms wait made a node with a few
@@ -195,7 +197,10 @@ class Materializer:
                 else:
                     self._local_read = True  # no local log (yet): nothing to read first
             for topic in new:
-                self._tracker.assign((topic, 0), self._start.get(topic, 0))
+                # Other regions' logs may grow steadily while they are read: caught up at the
+                # end first reported (topology.kafka's docstring says why).
+                growing = topic not in self.own_topics
+                self._tracker.assign((topic, 0), self._start.get(topic, 0), growing=growing)
         if new:
             self._consumer.incremental_assign(
                 [TopicPartition(t, 0, self._start.get(t, 0)) for t in new]
@@ -288,14 +293,19 @@ class Materializer:
                     self.caught_up.set()
                     self._drop_own_topics()
                     log.info(
-                        "%s: caught up: %d records in %.1f s", self.name, self.records_read,
+                        "%s: caught up: %d records in %.1f s",
+                        self.name,
+                        self.records_read,
                         now - started,
                     )
                 elif not self.caught_up.is_set() and now >= next_progress:
                     next_progress = now + PROGRESS_EVERY_S
                     log.info(
-                        "%s: catching up, %d records read in %.0f s: %s", self.name,
-                        self.records_read, now - started, self.progress(),
+                        "%s: catching up, %d records read in %.0f s: %s",
+                        self.name,
+                        self.records_read,
+                        now - started,
+                        self.progress(),
                     )
                 wait = self._pacer.observe(now, delivered, behind)
                 if self._wake.is_set():

@@ -122,6 +122,58 @@ def test_a_partition_that_never_reports_its_end_is_named_with_its_position_and_k
     assert "r1.local at its end (7)" in text
 
 
+def test_a_log_another_region_appends_to_steadily_is_caught_up_at_the_first_end_reported() -> None:
+    """librdkafka reports EOF only after an empty fetch at the end, which a steady writer never
+    allows: a restarted node waited as long as another region kept writing."""
+    tracker = EndTracker()
+    remote, own = ("r2.oplog", 0), ("r1.oplog", 0)
+    tracker.assign(remote, 0, growing=True)
+    tracker.assign(own, 0)
+    tracker.on_eof(own, 4)
+    tracker.on_high_watermark(remote, 9)  # the end when reading began
+    for offset in range(0, 8, 2):  # records at even offsets, commit markers at odd ones
+        tracker.on_record(remote, offset)
+        tracker.on_high_watermark(remote, offset + 20)  # the writer goes on
+        assert not tracker.caught_up(), offset
+    tracker.on_record(remote, 8)
+    assert tracker.caught_up()
+    assert not tracker.at_end(remote)  # only caught up: the log goes on
+
+
+def test_the_regions_own_log_still_needs_its_eof_however_far_reading_got() -> None:
+    """A node must know its own last op exactly before it writes the next one."""
+    tracker = EndTracker()
+    own = ("r1.oplog", 0)
+    tracker.assign(own, 0)
+    tracker.on_high_watermark(own, 3)
+    for offset in range(6):
+        tracker.on_record(own, offset)
+    assert not tracker.caught_up()
+    tracker.on_eof(own, 6)
+    assert tracker.caught_up()
+
+
+def test_a_growing_log_is_caught_up_in_every_interleaving_by_its_eof_or_its_first_end() -> None:
+    cases = 0
+    for events in interleavings(STREAM_A, STREAM_B):
+        for sizes in splits(len(events)):
+            tracker = EndTracker()
+            tracker.assign(("r1.oplog", 0), 0)
+            tracker.assign(("r2.oplog", 0), 0, growing=True)
+            tracker.on_high_watermark(("r2.oplog", 0), 2)
+            i = 0
+            for size in sizes:
+                for event in events[i : i + size]:
+                    feed(tracker, event)
+                i += size
+                seen = events[:i]
+                own_done = ("eof", "r1.oplog", 6) in seen
+                remote_done = any(e[1] == "r2.oplog" and e[2] >= 1 for e in seen)
+                assert tracker.caught_up() == (own_done and remote_done)
+            cases += 1
+    assert cases == 70 * 2**7
+
+
 # --- the fetch pacer -----------------------------------------------------------------------
 
 PACING = Pacing(active_ms=10, idle_ms=250, idle_after_s=2.0, catch_up_ms=500, max_ms=8000)
@@ -219,8 +271,10 @@ class ScriptedConsumer:
     def assign(self, parts: list[Any]) -> None:
         pass
 
+    highs: dict[str, int] = {}
+
     def get_watermark_offsets(self, part: Any, cached: bool = False) -> tuple[int, int]:
-        return (-1001, -1001)
+        return (-1001, ScriptedConsumer.highs.get(part.topic, -1001))
 
     def poll(self, timeout: float) -> FakeMessage | None:
         self._pending = next(self._batches, [])
@@ -299,3 +353,31 @@ def test_materializer_is_caught_up_once_every_topic_reported_its_end_even_while_
     finally:
         mat.stop()
     assert not done.is_set()
+
+
+def test_materializer_catches_up_while_another_region_writes_without_pause(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No EOF ever comes for r2.oplog (a fetch always finds new records): reading past the end
+    the broker first reported is enough; the node's own r1.oplog still ends with its EOF."""
+    events = [("eof", "r1.local", 0), ("rec", "r1.oplog", 0), ("eof", "r1.oplog", 1)]
+    events += [("rec", "r2.oplog", o) for o in range(0, 40, 2)]
+    ScriptedConsumer.script = iter(script_for(events, [1] * len(events)))
+    ScriptedConsumer.topics = ["r1.local", "r1.oplog", "r2.oplog"]
+    ScriptedConsumer.highs = {"r2.oplog": 11}
+    monkeypatch.setattr(materializer_module, "Consumer", ScriptedConsumer)
+    received: list[int] = []
+    mat = Materializer(
+        "fake:1",
+        "r1.local",
+        lambda b: received.extend(d.offset for d in b if d.topic == "r2.oplog"),
+        lambda e: None,
+        own_topics=frozenset({"r1.oplog", "r1.local"}),
+    )
+    mat.start()
+    try:
+        assert mat.caught_up.wait(5), mat.progress()
+    finally:
+        mat.stop()
+        ScriptedConsumer.highs = {}
+    assert received[:6] == [0, 2, 4, 6, 8, 10]
