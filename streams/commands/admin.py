@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from streams.commands.base import Command, Context, Result, command
-from streams.commands.reply import Map, Reply
+from streams.reply import Map, Reply
 
 
 def crdt_digest(ctx: Context, args: list[bytes]) -> Result:

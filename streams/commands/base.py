@@ -7,11 +7,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from streams import errors
-from streams.commands.reply import Reply
 from streams.crdt.ops import Body
 from streams.crdt.state import State
 from streams.errors import CommandError
 from streams.ids import IdMode
+from streams.reply import Reply
 
 
 @dataclass(frozen=True)

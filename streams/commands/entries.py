@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from streams import errors
 from streams.commands.base import Command, Context, Result, command, eq, parse_int
-from streams.commands.reply import OK
 from streams.commands.trimming import doomed_entries, parse_trim_args, thresholds
 from streams.crdt import ops
 from streams.crdt.entries import EntryLogs
@@ -17,6 +16,7 @@ from streams.ids import (
     next_xadd_id,
     parse_id,
 )
+from streams.reply import OK
 
 
 def xadd(ctx: Context, args: list[bytes]) -> Result:

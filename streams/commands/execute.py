@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from streams.commands.base import BlockRequest, Context
-from streams.commands.reply import Reply
 from streams.commands.table import dispatch
 from streams.crdt import ops
 from streams.crdt.region import Region
+from streams.reply import Reply
 
 
 @dataclass

@@ -16,12 +16,12 @@ from streams import errors
 from streams.commands import pel, readgroup
 from streams.commands.base import Command, Context, Result, command, container, eq, parse_int
 from streams.commands.groupview import dollar_cursors, find_group, help_reply, pel_keys_between
-from streams.commands.reply import OK
 from streams.crdt import ops
 from streams.crdt.groups import Group
 from streams.crdt.state import KeyState
 from streams.errors import CommandError
 from streams.ids import StreamID, parse_id
+from streams.reply import OK
 
 _HELP = (
     "CREATE <key> <groupname> <id|$> [option]",

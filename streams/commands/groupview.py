@@ -13,11 +13,11 @@ from collections.abc import Iterable, Iterator
 
 from sortedcontainers import SortedDict, SortedSet
 
-from streams.commands.reply import Reply, Status
 from streams.crdt.groups import Group, PelKey
 from streams.crdt.ops import EntryRef, Fields, OriginIds
 from streams.crdt.state import KeyState, State
 from streams.ids import MIN_ID, StreamID, format_id
+from streams.reply import Reply, Status
 
 _ORIGIN_MAX = 2**63
 """Above every region id: the upper bound of "all origins" in a PEL key range."""

@@ -21,12 +21,12 @@ from itertools import islice
 from streams import errors
 from streams.commands.base import Command, Context, Result, command, container, eq, parse_int
 from streams.commands.groupview import entry_reply, help_reply, pel_keys_between
-from streams.commands.reply import Map, Reply
 from streams.crdt.groups import Group, pel_ref
 from streams.crdt.lag import first_id, group_lag
 from streams.crdt.state import KeyState
 from streams.errors import CommandError
 from streams.ids import MAX_ID, MIN_ID, format_id
+from streams.reply import Map, Reply
 
 _HELP = (
     "CONSUMERS <key> <groupname>",

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from streams.commands import keyspace
 from streams.commands.base import Command, Context, Result, command
-from streams.commands.reply import Status
 from streams.crdt import ops
 from streams.crdt.ops import Body
+from streams.reply import Status
 
 
 def delete(ctx: Context, args: list[bytes]) -> Result:

@@ -24,12 +24,12 @@ import zlib
 from streams import errors
 from streams.commands.base import Command, Context, Result, command, eq, parse_int
 from streams.commands.glob import Pattern
-from streams.commands.reply import OK, Reply
 from streams.crdt import ops
 from streams.crdt.ops import Body
 from streams.crdt.state import State
 from streams.errors import CommandError
 from streams.ids import MAX_ID, MIN_ID
+from streams.reply import OK, Reply
 
 SCAN_DEFAULT_COUNT = 10
 SCAN_MAX_PASSES = 256

@@ -20,13 +20,13 @@ from streams.commands.groupview import (
     pel_keys_between,
     refs_with_id,
 )
-from streams.commands.reply import NULL_ARRAY, Reply
 from streams.crdt import ops
 from streams.crdt.groups import Group, PelKey, pel_key, pel_ref
 from streams.crdt.ops import EntryRef
 from streams.crdt.state import KeyState
 from streams.errors import CommandError
 from streams.ids import MIN_ID, StreamID, format_id, parse_id, parse_range_end, parse_range_start
+from streams.reply import NULL_ARRAY, Reply
 
 _XAUTOCLAIM_MAX_COUNT = (2**63 - 1) // 16
 """Redis: LONG_MAX / max(sizeof(streamID), attempts factor 10)."""

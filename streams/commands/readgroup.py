@@ -22,7 +22,6 @@ from streams import errors
 from streams.commands.base import BlockRequest, Command, Context, Result, command
 from streams.commands.groupview import entry_reply, pel_keys_between
 from streams.commands.readargs import ReadArgs, parse_read_args
-from streams.commands.reply import NULL_ARRAY, Map, Reply
 from streams.crdt import ops
 from streams.crdt.entries import MergedEntry
 from streams.crdt.groups import Group, pel_ref
@@ -31,6 +30,7 @@ from streams.crdt.ops import EntryRef
 from streams.crdt.state import KeyState, apply_local_to
 from streams.errors import CommandError
 from streams.ids import MAX_ID, MIN_ID, StreamID, format_id, incr, parse_id
+from streams.reply import NULL_ARRAY, Map, Reply
 
 Target = tuple[bytes, KeyState, Group, StreamID | None]
 """(key, key state, group, history start or None for `>`)."""

@@ -13,7 +13,6 @@ from itertools import islice
 from streams import errors
 from streams.commands.base import BlockRequest, Command, Context, Result, command, eq, parse_int
 from streams.commands.readargs import parse_read_args
-from streams.commands.reply import NULL_ARRAY, Map, Reply
 from streams.crdt.entries import MergedEntry
 from streams.errors import CommandError
 from streams.ids import (
@@ -25,6 +24,7 @@ from streams.ids import (
     parse_range_end,
     parse_range_start,
 )
+from streams.reply import NULL_ARRAY, Map, Reply
 
 
 def entry_reply(entry: MergedEntry) -> Reply:

@@ -19,8 +19,8 @@ import hmac
 from dataclasses import dataclass, field
 
 from streams import errors
-from streams.commands.reply import OK, Reply
 from streams.errors import CommandError
+from streams.reply import OK, Reply
 from streams.resp.server import Session
 
 DEFAULT_USER = b"default"

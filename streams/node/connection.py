@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from streams import REDIS_COMPAT_VERSION, __version__, errors
 from streams.commands.base import Command, parse_int
 from streams.commands.glob import Pattern
-from streams.commands.reply import OK, Map, Reply, Status
 from streams.commands.table import TABLE
 from streams.commands.unsupported import META, is_redis_command
 from streams.crdt.entries import set_node_limits
 from streams.errors import CommandError
 from streams.node import auth
+from streams.reply import OK, Map, Reply, Status
 from streams.resp.server import Session
 
 # --- the builtin command table -------------------------------------------------------------------
@@ -719,7 +719,14 @@ _INTS = {
     "latency-monitor-threshold": (0, _INT_MAX),
 }
 _MEMORY_UNITS = {
-    "": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000**2, "mb": 1024**2, "g": 1000**3, "gb": 1024**3,
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1024,
+    "m": 1000**2,
+    "mb": 1024**2,
+    "g": 1000**3,
+    "gb": 1024**3,
 }
 _STREAM_NODE = {"stream-node-max-bytes": True, "stream-node-max-entries": False}
 """Parameters that shape stream nodes (entry blocks): name -> is a memory value. They take
@@ -793,8 +800,11 @@ class Settings:
                 if pattern.match(name.encode()):
                     shown.setdefault(name, name.encode())
         return Map(
-            tuple((shown[name], value.encode()) for name, value in self.values.items()
-                  if name in shown)
+            tuple(
+                (shown[name], value.encode())
+                for name, value in self.values.items()
+                if name in shown
+            )
         )
 
     def set(self, args: list[bytes]) -> Reply:
@@ -857,7 +867,7 @@ def _stream_node_value(name: str, value: str, *, memory: bool) -> str:
     if memory:
         text = value.lower()
         digits = text.rstrip("kmgb")
-        unit = text[len(digits):]
+        unit = text[len(digits) :]
         if digits.isdigit() and digits.isascii() and unit in _MEMORY_UNITS:
             number = int(digits) * _MEMORY_UNITS[unit]
         if number is None:

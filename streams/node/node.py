@@ -29,7 +29,6 @@ from typing import Any
 
 from streams import errors
 from streams.commands.base import Command, Context, Result, parse_int
-from streams.commands.reply import NULL_ARRAY, OK, Map, Reply
 from streams.commands.table import dispatch
 from streams.commands.unsupported import unsupported
 from streams.crdt import ops
@@ -42,6 +41,7 @@ from streams.node.waiters import Waiters
 from streams.node.writepath import WriteBatch, WritePath
 from streams.node.writer import RegionWriter, WriterError
 from streams.replay.fold import Fold
+from streams.reply import NULL_ARRAY, OK, Map, Reply
 from streams.resp.server import Held, Session, serve
 from streams.snapshot import Positions, read_snapshot
 from topology.config import RegionConfig, Topology

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from streams import errors
-from streams.commands.reply import OK, Reply, Status
 from streams.errors import CommandError
+from streams.reply import OK, Reply, Status
 from streams.resp.server import Session
 
 QUEUED = Status("QUEUED")

@@ -35,7 +35,6 @@ from collections.abc import Callable
 
 from streams import errors
 from streams.commands.base import Command, Context
-from streams.commands.reply import NULL_ARRAY, Map, Reply
 from streams.commands.table import dispatch
 from streams.commands.unsupported import unsupported
 from streams.errors import CommandError
@@ -51,6 +50,7 @@ from streams.replay.run import (
     SnapshotPastError,
     replay,
 )
+from streams.reply import NULL_ARRAY, Map, Reply
 from streams.resp.server import Session, serve
 
 READONLY = (

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from streams.commands.reply import NULL_ARRAY, Map, Reply, Status
 from streams.errors import CommandError
+from streams.reply import NULL_ARRAY, Map, Reply, Status
 
 
 def encode(reply: Reply, proto: int = 2) -> bytes:

@@ -27,8 +27,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from streams.commands.reply import Reply
 from streams.errors import CommandError
+from streams.reply import Reply
 from streams.resp.encode import encode
 from streams.resp.parser import RequestParser
 

@@ -8,10 +8,10 @@ having each region log its held-back consecutive-XACK effects, as DESIGN section
 from __future__ import annotations
 
 from streams.commands.execute import run
-from streams.commands.reply import to_resp2_python
 from streams.crdt import ops
 from streams.crdt.region import Region
 from streams.ids import IdMode
+from streams.reply import to_resp2_python
 
 DEFAULT_CLOCK_MS = 1_000_000
 

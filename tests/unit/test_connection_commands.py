@@ -14,11 +14,11 @@ from differential.redis_server import RawConnection, RedisServer, find_redis_ser
 
 import streams.node.node as node_module
 from streams import errors
-from streams.commands.reply import Reply
 from streams.crdt import ops
 from streams.node import transactions
 from streams.node.auth import AuthConfig
 from streams.node.node import RegionNode
+from streams.reply import Reply
 from streams.resp.encode import encode
 from streams.resp.server import Held, Session
 from topology.config import RegionConfig, Topology

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from streams import errors
 from streams.commands.execute import run
-from streams.commands.reply import NULL_ARRAY, OK, Reply, Status
 from streams.crdt import ops
 from streams.crdt.region import Region
 from streams.errors import CommandError
 from streams.ids import MAX_ID, MIN_ID, IdMode, StreamID
+from streams.reply import NULL_ARRAY, OK, Reply, Status
 from streams.resp.encode import encode
 from streams.scenarios.sim import SimulatedRegions
 

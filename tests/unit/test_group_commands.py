@@ -9,7 +9,6 @@ import pytest
 from streams.commands.base import BlockRequest
 from streams.commands.execute import Executed, run
 from streams.commands.readargs import parse_read_args
-from streams.commands.reply import NULL_ARRAY, Map, Status, to_resp2_python
 from streams.crdt import ops
 from streams.crdt.groups import Group
 from streams.crdt.lag import estimate_distance, group_lag, range_has_tombstones
@@ -17,6 +16,7 @@ from streams.crdt.region import Region
 from streams.crdt.state import KeyState
 from streams.errors import CommandError
 from streams.ids import IdMode
+from streams.reply import NULL_ARRAY, Map, Status, to_resp2_python
 
 NOW = 1_000_000
 

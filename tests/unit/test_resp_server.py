@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from streams.commands.reply import NULL_ARRAY, OK, Reply, Status
 from streams.errors import CommandError
 from streams.node.waiters import Waiters
+from streams.reply import NULL_ARRAY, OK, Reply, Status
 from streams.resp import server
 from streams.resp.server import RespProtocol, Session
 
