@@ -13,6 +13,7 @@ import signal
 import sys
 
 from streams.node.auth import AuthConfig
+from streams.node.materializer import RecordAt, parse_record_at
 from streams.node.node import (
     DEFAULT_CATCH_UP_TIMEOUT_S,
     DEFAULT_SNAPSHOT_EVERY_OPS,
@@ -20,6 +21,13 @@ from streams.node.node import (
     RegionNode,
 )
 from topology.config import load
+
+
+def _record_at(text: str) -> RecordAt:
+    try:
+        return parse_record_at(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
@@ -32,6 +40,7 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
         snapshot=args.snapshot,
         snapshot_every_ops=args.snapshot_every_ops,
         snapshot_every_s=args.snapshot_every_s,
+        skip_records=frozenset(args.skip_record),
         bind=args.bind,
         port=args.port,
         auth_config=auth,
@@ -96,6 +105,15 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SECONDS",
         help="... or after this long with new ops "
         f"(default {DEFAULT_SNAPSHOT_EVERY_S:g}; 0: never by time)",
+    )
+    parser.add_argument(
+        "--skip-record",
+        action="append",
+        default=[],
+        type=_record_at,
+        metavar="TOPIC:PARTITION:OFFSET",
+        help="skip this record if it does not decode (repeatable; logged). Without it a record "
+        "that does not decode stops the node's reading, naming where it is",
     )
     parser.add_argument(
         "--debug-faults",

@@ -21,7 +21,10 @@ node's catch-up fold (`streams.replay.fold.Fold`) must know every local op befor
 ops that came after it, to apply each local op on exactly the state it was made on.
 
 A record that does not decode stops the materializer with its topic, partition and offset named:
-nothing is skipped silently.
+nothing is skipped silently. An operator who decided that such a record carries nothing (a
+foreign producer wrote to the topic, say) names it with `--skip-record TOPIC:PARTITION:OFFSET`;
+that record alone is skipped, with a warning in the log. A named record that does decode is
+applied all the same: skipping a real op would make the region diverge for good.
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ class CorruptRecord(RuntimeError):
     def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
         super().__init__(
             f"cannot decode the record at topic {topic} partition {partition} offset {offset}: "
-            f"{reason}; the materializer stopped (nothing was skipped)"
+            f"{reason}; the materializer stopped (nothing was skipped; if this record carries "
+            f"no op, restart the node with --skip-record {topic}:{partition}:{offset})"
         )
         self.topic = topic
         self.partition = partition
@@ -67,6 +71,17 @@ class CorruptRecord(RuntimeError):
 
 
 Batch = list[Decoded]
+
+RecordAt = tuple[str, int, int]
+"""(topic, partition, offset) of one record."""
+
+
+def parse_record_at(text: str) -> RecordAt:
+    """'r2.oplog:0:1234' -> ('r2.oplog', 0, 1234); ValueError with the expected form."""
+    parts = text.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0] or not parts[1].isdigit() or not parts[2].isdigit():
+        raise ValueError(f"expected TOPIC:PARTITION:OFFSET (e.g. r2.oplog:0:1234), got {text!r}")
+    return parts[0], int(parts[1]), int(parts[2])
 
 
 class Materializer:
@@ -80,6 +95,7 @@ class Materializer:
         name: str = "materializer",
         pacing: Pacing | None = None,
         own_topics: frozenset[str] = frozenset(),
+        skip_records: frozenset[RecordAt] = frozenset(),
     ) -> None:
         """`own_topics`: the region's own logs; read while catching up, then dropped, since the
         live node applied their ops when it wrote them (reading them back would only decode
@@ -91,6 +107,8 @@ class Materializer:
         self._on_error = on_error
         self._start = dict(start_offsets or {})
         self.own_topics = own_topics
+        self.skip_records = skip_records
+        self.records_skipped = 0
         self._local_read = False  # the .local backlog is read: the other topics may come
         self.own_positions: dict[str, int] = {}
         """Where reading the own topics stopped when they were dropped after catching up."""
@@ -169,7 +187,9 @@ class Materializer:
                     if err.code() == KafkaError._PARTITION_EOF:
                         return batch
                     raise RuntimeError(f"reading {topic}: {err}")
-                batch.append(self._decode(msg))
+                decoded = self._decode(msg)
+                if decoded is not None:
+                    batch.append(decoded)
         finally:
             consumer.close()
 
@@ -229,14 +249,36 @@ class Materializer:
             self._consumer.assign(where)
         log.debug("%s: fetch wait now %d ms", self.name, wait_ms)
 
-    def _decode(self, msg: Message[Any, Any]) -> Decoded:
+    def _decode(self, msg: Message[Any, Any]) -> Decoded | None:
+        """The decoded record; None for an undecodable one the operator named to skip."""
         topic = msg.topic() or ""
         partition = msg.partition() or 0
         offset = msg.offset() or 0
         try:
             record = decode(msg.value())
         except DecodeError as exc:
+            if (topic, partition, offset) in self.skip_records:
+                self.records_skipped += 1
+                log.warning(
+                    "%s: skipping the record at topic %s partition %d offset %d as "
+                    "--skip-record asked: %s",
+                    self.name,
+                    topic,
+                    partition,
+                    offset,
+                    exc,
+                )
+                return None
             raise CorruptRecord(topic, partition, offset, str(exc)) from exc
+        if (topic, partition, offset) in self.skip_records:
+            log.warning(
+                "%s: --skip-record names topic %s partition %d offset %d, but that record "
+                "decodes: applied, not skipped",
+                self.name,
+                topic,
+                partition,
+                offset,
+            )
         return Decoded(topic, partition, offset, record)
 
     def _poll(self) -> tuple[Batch, set[Partition]]:
@@ -257,9 +299,10 @@ class Materializer:
                         log.warning("%s: %s", self.name, err)
                     continue
                 decoded = self._decode(msg)
-                batch.append(decoded)
                 delivered.add(part)
-                self._tracker.on_record(part, decoded.offset)
+                self._tracker.on_record(part, msg.offset() or 0)
+                if decoded is not None:
+                    batch.append(decoded)
             for part in self._tracker.partitions:
                 _low, high = self._consumer.get_watermark_offsets(
                     TopicPartition(*part), cached=True

@@ -36,7 +36,7 @@ from streams.crdt.region import Region
 from streams.errors import CommandError
 from streams.ids import IdMode
 from streams.node import auth, connection, snapshots, transactions
-from streams.node.materializer import Batch, Materializer
+from streams.node.materializer import Batch, Materializer, RecordAt
 from streams.node.waiters import Waiters
 from streams.node.writepath import WriteBatch, WritePath
 from streams.node.writer import RegionWriter, WriterError
@@ -85,12 +85,14 @@ class RegionNode:
         snapshot: str | None = None,
         snapshot_every_ops: int = DEFAULT_SNAPSHOT_EVERY_OPS,
         snapshot_every_s: float = DEFAULT_SNAPSHOT_EVERY_S,
+        skip_records: frozenset[RecordAt] = frozenset(),
     ) -> None:
         """`bind` / `port` override the topology's RESP address; `auth_config` sets passwords;
         `snapshot`: a snapshot file (streams snapshot, streams spark snapshot) to boot from,
         reading only the logs' tails (else the newest complete one in `<region>.snapshot`);
         `snapshot_every_ops` / `snapshot_every_s`: when the node writes a snapshot there (0: never
-        for that reason)."""
+        for that reason); `skip_records`: (topic, partition, offset) of records that do not
+        decode and that an operator decided to skip (each skip is logged)."""
         self.topology = topology
         config = topology.region(region_name)
         if bind is not None or port is not None:
@@ -105,9 +107,7 @@ class RegionNode:
             connection.default_settings(config.resp_port, config.bind)
         )
         self.stats = connection.Stats()
-        self._sessions: weakref.WeakValueDictionary[int, Session] = (
-            weakref.WeakValueDictionary()
-        )
+        self._sessions: weakref.WeakValueDictionary[int, Session] = weakref.WeakValueDictionary()
         self._started = time.time()
         self._run_id = secrets.token_hex(20)
         self.name = region_name
@@ -127,6 +127,7 @@ class RegionNode:
         self.snapshot_topic = snapshot_topic(region_name)
         self.snapshot_every_ops = snapshot_every_ops
         self.snapshot_every_s = snapshot_every_s
+        self.skip_records = skip_records
         self._quiet: asyncio.Event | None = None
         self._snapshotting = False
         self._snapshot_at = (0, time.monotonic())  # (committed ops, when) of the last one
@@ -168,6 +169,7 @@ class RegionNode:
             name=f"materializer-{self.name}",
             # A fenced node keeps reading its own logs: another writer appends to them now.
             own_topics=frozenset() if self.writer.fenced else frozenset({self.oplog, self.local}),
+            skip_records=self.skip_records,
         )
 
     def _spawn(self, coro: Coroutine[Any, Any, object]) -> None:
@@ -613,7 +615,10 @@ class RegionNode:
             self.last_snapshot = snapshot_id
             log.info(
                 "%s: snapshot %s stored (%d bytes; commands paused %.1f ms)",
-                self.name, snapshot_id, len(data), self.last_snapshot_pause_ms,
+                self.name,
+                snapshot_id,
+                len(data),
+                self.last_snapshot_pause_ms,
             )
             return snapshot_id
         except Exception:
@@ -799,6 +804,7 @@ class RegionNode:
             "boot_records_read": self.boot_records,
             "write_fault": self.write_fault or "",
             "materializer_error": self.fatal or "",
+            "records_skipped": self.materializer.records_skipped,
             "topics": " ".join(f"{t}@{p}" for t, p in sorted(self.materializer.positions.items())),
             "blocked_clients": len(self.waiters),
         }
@@ -840,9 +846,7 @@ class RegionNode:
                 f"ms_since_last_op={-1 if seen is None else max(0, now - seen)}"
             )
         return {
-            "server": connection.server_section(
-                self.config.resp_port, self._started, self._run_id
-            ),
+            "server": connection.server_section(self.config.resp_port, self._started, self._run_id),
             "clients": {
                 "connected_clients": sum(1 for s in self._sessions.values() if not s.closing),
                 "cluster_connections": 0,

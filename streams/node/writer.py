@@ -119,9 +119,10 @@ class RegionWriter:
             producer.commit_transaction(self.timeout_s)
         except KafkaException as exc:
             error: KafkaError = exc.args[0]
-            if error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED) or "fenced" in str(
-                error
-            ).lower():
+            if (
+                error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED)
+                or "fenced" in str(error).lower()
+            ):
                 self.fenced = True
                 raise WriterFenced(self._fenced_text()) from exc
             self._abort()
