@@ -20,6 +20,6 @@ def crdt_vector(ctx: Context, args: list[bytes]) -> Result:
 
 
 COMMANDS: list[Command] = [
-    command("crdt.digest", 1, "readonly admin", crdt_digest, keys=(0, 0, 0)),
-    command("crdt.vector", 1, "readonly admin", crdt_vector, keys=(0, 0, 0)),
+    command("crdt.digest", crdt_digest),
+    command("crdt.vector", crdt_vector),
 ]

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from streams import errors
+from streams.commands import catalogue
+from streams.commands.catalogue import Spec
 from streams.crdt.ops import Body
 from streams.crdt.state import State
 from streams.errors import CommandError
@@ -50,43 +52,39 @@ Handler = Callable[[Context, list[bytes]], Result]
 
 @dataclass(frozen=True)
 class Command:
-    """One row of the command table. `arity` follows Redis: n exact, -n at least n."""
+    """One row of the command table: a catalogue entry (`streams.commands.catalogue`: arity,
+    flags, key positions, docs) and what runs it. `handler` is None for a container (its
+    subcommands run) and for the commands the node runs itself (connection, server,
+    transactions: `streams.node.router`)."""
 
-    name: str
-    arity: int
-    flags: frozenset[str]
+    spec: Spec
     handler: Handler | None = None
     subcommands: dict[str, Command] | None = None
-    first_key: int = 1
-    last_key: int = 1
-    key_step: int = 1
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def arity(self) -> int:
+        return self.spec.arity
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        return self.spec.flags
 
     def arity_ok(self, argc: int) -> bool:
-        return argc == self.arity if self.arity >= 0 else argc >= -self.arity
+        return self.spec.arity_ok(argc)
 
 
-def command(
-    name: str,
-    arity: int,
-    flags: str,
-    handler: Handler,
-    *,
-    keys: tuple[int, int, int] = (1, 1, 1),
-) -> Command:
-    return Command(name, arity, frozenset(flags.split()), handler, None, keys[0], keys[1], keys[2])
+def command(name: str, handler: Handler | None = None) -> Command:
+    """The row of a catalogued command (Redis's, or one of `catalogue.OWN`)."""
+    return Command(catalogue.spec(name), handler)
 
 
-def container(name: str, arity: int, flags: str, subs: list[Command]) -> Command:
-    return Command(
-        name,
-        arity,
-        frozenset(flags.split()),
-        None,
-        {s.name.split("|")[1]: s for s in subs},
-        0,
-        0,
-        0,
-    )
+def container(name: str, subs: list[Command]) -> Command:
+    """A command with subcommands (`xgroup`, `client`, ...); each sub is named `name|sub`."""
+    return Command(catalogue.spec(name), None, {s.name.split("|")[1]: s for s in subs})
 
 
 def parse_int(raw: bytes, error: str = errors.NOT_INTEGER) -> int:

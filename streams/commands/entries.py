@@ -118,9 +118,9 @@ def xlen(ctx: Context, args: list[bytes]) -> Result:
 
 
 COMMANDS: list[Command] = [
-    command("xadd", -5, "write", xadd),
-    command("xtrim", -4, "write", xtrim),
-    command("xdel", -3, "write", xdel),
-    command("xsetid", -3, "write", xsetid),
-    command("xlen", 2, "readonly", xlen),
+    command("xadd", xadd),
+    command("xtrim", xtrim),
+    command("xdel", xdel),
+    command("xsetid", xsetid),
+    command("xlen", xlen),
 ]

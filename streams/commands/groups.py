@@ -148,23 +148,19 @@ def xack(ctx: Context, args: list[bytes]) -> Result:
     return Result(len(acked), [ops.Ack(args[1], args[2], tuple(hit))])
 
 
-_KEYS = (2, 2, 1)
-
 COMMANDS: list[Command] = [
     container(
         "xgroup",
-        -2,
-        "",
         [
-            command("xgroup|create", -5, "write", xgroup_create, keys=_KEYS),
-            command("xgroup|setid", -5, "write", xgroup_setid, keys=_KEYS),
-            command("xgroup|destroy", 4, "write", xgroup_destroy, keys=_KEYS),
-            command("xgroup|createconsumer", 5, "write", xgroup_createconsumer, keys=_KEYS),
-            command("xgroup|delconsumer", 5, "write", xgroup_delconsumer, keys=_KEYS),
-            command("xgroup|help", 2, "readonly", xgroup_help, keys=(0, 0, 0)),
+            command("xgroup|create", xgroup_create),
+            command("xgroup|setid", xgroup_setid),
+            command("xgroup|destroy", xgroup_destroy),
+            command("xgroup|createconsumer", xgroup_createconsumer),
+            command("xgroup|delconsumer", xgroup_delconsumer),
+            command("xgroup|help", xgroup_help),
         ],
     ),
-    command("xack", -4, "write", xack),
+    command("xack", xack),
     *readgroup.COMMANDS,
     *pel.COMMANDS,
 ]

@@ -190,18 +190,14 @@ def xinfo_help(ctx: Context, args: list[bytes]) -> Result:
     return Result(help_reply(args[0], _HELP))
 
 
-_KEYS = (2, 2, 1)
-
 COMMANDS: list[Command] = [
     container(
         "xinfo",
-        -2,
-        "",
         [
-            command("xinfo|stream", -3, "readonly", xinfo_stream, keys=_KEYS),
-            command("xinfo|groups", 3, "readonly", xinfo_groups, keys=_KEYS),
-            command("xinfo|consumers", 4, "readonly", xinfo_consumers, keys=_KEYS),
-            command("xinfo|help", 2, "readonly", xinfo_help, keys=(0, 0, 0)),
+            command("xinfo|stream", xinfo_stream),
+            command("xinfo|groups", xinfo_groups),
+            command("xinfo|consumers", xinfo_consumers),
+            command("xinfo|help", xinfo_help),
         ],
     ),
 ]

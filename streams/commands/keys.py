@@ -38,9 +38,9 @@ def type_(ctx: Context, args: list[bytes]) -> Result:
 
 
 COMMANDS: list[Command] = [
-    command("del", -2, "write", delete, keys=(1, -1, 1)),
-    command("unlink", -2, "write", delete, keys=(1, -1, 1)),
-    command("exists", -2, "readonly", exists, keys=(1, -1, 1)),
-    command("type", 2, "readonly", type_),
+    command("del", delete),
+    command("unlink", delete),
+    command("exists", exists),
+    command("type", type_),
     *keyspace.COMMANDS,
 ]

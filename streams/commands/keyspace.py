@@ -176,11 +176,11 @@ def flush(ctx: Context, args: list[bytes]) -> Result:
 
 
 COMMANDS: list[Command] = [
-    command("dbsize", 1, "readonly", dbsize, keys=(0, 0, 0)),
-    command("keys", 2, "readonly", keys, keys=(0, 0, 0)),
-    command("scan", -2, "readonly", scan, keys=(0, 0, 0)),
-    command("rename", 3, "write", rename, keys=(1, 2, 1)),
-    command("renamenx", 3, "write", renamenx, keys=(1, 2, 1)),
-    command("flushdb", -1, "write", flush, keys=(0, 0, 0)),
-    command("flushall", -1, "write", flush, keys=(0, 0, 0)),
+    command("dbsize", dbsize),
+    command("keys", keys),
+    command("scan", scan),
+    command("rename", rename),
+    command("renamenx", renamenx),
+    command("flushdb", flush),
+    command("flushall", flush),
 ]

@@ -258,7 +258,7 @@ def xautoclaim(ctx: Context, args: list[bytes]) -> Result:
 
 
 COMMANDS: list[Command] = [
-    command("xpending", -3, "readonly", xpending),
-    command("xclaim", -6, "write", xclaim),
-    command("xautoclaim", -6, "write", xautoclaim),
+    command("xpending", xpending),
+    command("xclaim", xclaim),
+    command("xautoclaim", xautoclaim),
 ]

@@ -126,5 +126,5 @@ def xreadgroup(ctx: Context, args: list[bytes]) -> Result:
 
 
 COMMANDS: list[Command] = [
-    command("xreadgroup", -7, "write blocking", xreadgroup, keys=(0, 0, 0)),
+    command("xreadgroup", xreadgroup),
 ]

@@ -104,7 +104,7 @@ def xread(ctx: Context, args: list[bytes]) -> Result:
 
 
 COMMANDS: list[Command] = [
-    command("xrange", -4, "readonly", xrange),
-    command("xrevrange", -4, "readonly", xrevrange),
-    command("xread", -4, "readonly blocking", xread, keys=(0, 0, 0)),
+    command("xrange", xrange),
+    command("xrevrange", xrevrange),
+    command("xread", xread),
 ]

@@ -20,12 +20,8 @@ from dataclasses import dataclass, field
 
 from streams import errors
 from streams.errors import CommandError
+from streams.node.clients import DEFAULT_USER, Client
 from streams.reply import OK, Reply
-from streams.resp.server import Session
-
-DEFAULT_USER = b"default"
-USER_KEY = "user"
-"""`session.extra[USER_KEY]`: the name of the user the connection is authenticated as."""
 
 
 @dataclass(frozen=True)
@@ -63,33 +59,29 @@ class AuthConfig:
         return stored is not None and hmac.compare_digest(stored, password)
 
 
-def start(session: Session, config: AuthConfig) -> None:
-    """A new connection: authenticated as `default` only if no password is configured."""
-    session.authenticated = not config.required
-    session.extra[USER_KEY] = DEFAULT_USER
+def start(client: Client, config: AuthConfig) -> None:
+    """A new connection (or RESET): authenticated as `default` only if no password is
+    configured."""
+    client.authenticated = not config.required
+    client.user = DEFAULT_USER
 
 
-def login(session: Session, config: AuthConfig, user: bytes, password: bytes) -> None:
+def login(client: Client, config: AuthConfig, user: bytes, password: bytes) -> None:
     """Authenticate the connection or raise WRONGPASS (a failed attempt changes nothing)."""
     if not config.check(user, password):
         raise CommandError(errors.WRONGPASS)
-    session.authenticated = True
-    session.extra[USER_KEY] = user
+    client.authenticated = True
+    client.user = user
 
 
-def auth(session: Session, args: list[bytes], config: AuthConfig) -> Reply:
+def auth(client: Client, args: list[bytes], config: AuthConfig) -> Reply:
     """AUTH [username] password."""
     if len(args) > 3:
         raise CommandError(errors.SYNTAX)
     if len(args) == 2:
         if not config.passwords:
             raise CommandError(errors.AUTH_NOT_CONFIGURED)
-        login(session, config, DEFAULT_USER, args[1])
+        login(client, config, DEFAULT_USER, args[1])
     else:
-        login(session, config, args[1], args[2])
+        login(client, config, args[1], args[2])
     return OK
-
-
-def user_of(session: Session) -> bytes:
-    user = session.extra.get(USER_KEY, DEFAULT_USER)
-    return user if isinstance(user, bytes) else DEFAULT_USER

@@ -22,20 +22,30 @@ import logging
 import os
 import secrets
 import time
-import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from streams import errors
 from streams.commands.base import Command, Context, Result, parse_int
-from streams.commands.table import dispatch
-from streams.commands.unsupported import unsupported
+from streams.commands.catalogue import unsupported
+from streams.commands.table import run
 from streams.crdt import ops
 from streams.crdt.region import Region
 from streams.errors import CommandError
 from streams.ids import IdMode
-from streams.node import auth, connection, snapshots, transactions
+from streams.node import (
+    auth,
+    connection,
+    introspection,
+    router,
+    settings,
+    snapshots,
+    transactions,
+)
+from streams.node import clients as client_commands
+from streams.node import info as info_command
+from streams.node.clients import Client, Clients
 from streams.node.materializer import Batch, Materializer, RecordAt
 from streams.node.waiters import Waiters
 from streams.node.writepath import WriteBatch, WritePath
@@ -59,7 +69,7 @@ DEFAULT_SNAPSHOT_EVERY_OPS = 100_000
 DEFAULT_SNAPSHOT_EVERY_S = 600.0
 
 Clock = Callable[[], float]
-Builtin = Callable[[Session, list[bytes]], Awaitable[Reply]]
+Builtin = Callable[[Client, list[bytes]], Awaitable[Reply]]
 
 
 class CatchUpTimeout(TimeoutError):
@@ -103,11 +113,12 @@ class RegionNode:
             )
         self.config: RegionConfig = config
         self.auth = auth_config or auth.AuthConfig()
-        self.settings = connection.Settings(
-            connection.default_settings(config.resp_port, config.bind)
+        self.settings = settings.Settings(
+            settings.default_settings(config.resp_port, config.bind)
         )
-        self.stats = connection.Stats()
-        self._sessions: weakref.WeakValueDictionary[int, Session] = weakref.WeakValueDictionary()
+        self.stats = info_command.Stats()
+        self.clients = Clients()
+        self._builtins: dict[str, Builtin] = router.bind(self._builtin_handlers())
         self._started = time.time()
         self._run_id = secrets.token_hex(20)
         self.name = region_name
@@ -337,11 +348,10 @@ class RegionNode:
         and a stream command is dispatched (and may block). The reply is held until the write
         batch holding anything it may have seen is committed.
         """
-        if self._sessions.get(session.id) is not session:
-            self._register(session)
+        client = self.clients.find(session) or self._register(session)
         if self._quiet is not None:  # a snapshot is being forked: a few milliseconds
             await self._quiet.wait()
-        reply = await self._handle(session, args)
+        reply = await self._handle(client, args)
         self.stats.count(reply)
         return self._held(reply)
 
@@ -349,46 +359,42 @@ class RegionNode:
         pending = self.writepath.pending()
         return reply if pending is None else Held(reply, pending)
 
-    def _register(self, session: Session) -> None:
-        self._sessions[session.id] = session
+    def _register(self, session: Session) -> Client:
+        client = self.clients.add(session)
         self.stats.connections += 1
-        auth.start(session, self.auth)
-        connection.client_info(session)
+        auth.start(client, self.auth)
+        return client
 
-    async def _handle(self, session: Session, args: list[bytes]) -> Reply:
-        name = args[0].lower()
-        info = connection.client_info(session)
-        info.last_seen = time.monotonic()
+    async def _handle(self, client: Client, args: list[bytes]) -> Reply:
+        client.last_seen = time.monotonic()
         try:
-            found = connection.find(args)
+            found = router.resolve(args)
         except CommandError as exc:
-            return transactions.reject(session, name, exc)
-        info.last_cmd = found if isinstance(found, str) else found.name
-        if not session.authenticated and name not in connection.NO_AUTH:
-            return CommandError(errors.NOAUTH)
-        if isinstance(found, Command) and not found.arity_ok(len(args)):
-            return transactions.reject(session, name, errors.wrong_arity(found.name))
-        tx = transactions.active(session)
-        if tx is not None and name not in transactions.IMMEDIATE:
-            return tx.queue(args, self._queue_refusal(found))
+            return transactions.reject(client, args[0].lower(), exc)
         if isinstance(found, str):
-            return unsupported(found)
-        builtin = self._builtin(name)
+            client.last_cmd = found
+            if not client.authenticated:
+                return CommandError(errors.NOAUTH)
+            return transactions.reject(client, args[0].lower(), unsupported(found))
+        client.last_cmd = found.name
+        if not client.authenticated and "no_auth" not in found.flags:
+            return CommandError(errors.NOAUTH)
+        if not found.arity_ok(len(args)):
+            return transactions.reject(client, args[0].lower(), errors.wrong_arity(found.name))
+        builtin = router.builtin_name(found)
+        tx = client.transaction
+        if tx is not None and builtin not in transactions.IMMEDIATE:
+            refusal = CommandError(errors.NOT_IN_MULTI) if "no_multi" in found.flags else None
+            return tx.queue(found, args, refusal)
         if builtin is not None:
-            return await builtin(session, args)
+            return await self._builtins[builtin](client, args)
         if self.loading is not None:
             return LOADING
-        return await self._run(args, session.lost)
+        return await self._run(found, args, client.session.lost)
 
-    @staticmethod
-    def _queue_refusal(found: Command | str) -> CommandError | None:
-        if isinstance(found, str):
-            return unsupported(found)
-        if "no_multi" in found.flags:
-            return CommandError(errors.NOT_IN_MULTI)
-        return None
-
-    async def _run(self, args: list[bytes], lost: asyncio.Future[None] | None = None) -> Reply:
+    async def _run(
+        self, cmd: Command, args: list[bytes], lost: asyncio.Future[None] | None = None
+    ) -> Reply:
         """A stream command: dispatch and apply at once; a blocking read that found nothing
         waits for a change of its keys and runs again.
 
@@ -399,7 +405,7 @@ class RegionNode:
         """
         deadline: float | None = None
         while True:
-            result = dispatch(self._context(), args)
+            result = run(cmd, self._context(), args)
             reply = self._issue(result)
             block = result.block
             if block is None or (reply is not NULL_ARRAY and reply is not None):
@@ -642,87 +648,82 @@ class RegionNode:
 
     # --- admin and connection commands ---
 
-    def _builtin(self, name: bytes) -> Builtin | None:
+    def _builtin_handlers(self) -> dict[str, Builtin]:
+        """The commands the node runs itself (`router.BUILTINS`), bound once."""
         return {
-            b"ping": self._sync(connection.ping),
-            b"echo": self._sync(connection.echo),
-            b"hello": self._sync(lambda s, a: connection.hello(s, a, self.auth)),
-            b"auth": self._sync(lambda s, a: auth.auth(s, a, self.auth)),
-            b"client": self._sync(self._client),
-            b"select": self._sync(connection.select),
-            b"quit": self._sync(connection.quit_),
-            b"reset": self._sync(self._reset),
-            b"command": self._sync(connection.command),
-            b"info": self._sync(lambda s, a: connection.info(a, self.info_sections())),
-            b"config": self._sync(self._config),
-            b"multi": self._sync(transactions.multi),
-            b"discard": self._sync(transactions.discard),
-            b"watch": self._sync(transactions.watch),
-            b"unwatch": self._sync(transactions.unwatch),
-            b"exec": self._exec,
-            b"crdt.flush": self._crdt_flush,
-            b"crdt.info": self._crdt_info,
-            b"crdt.clock": self._crdt_clock,
-            b"crdt.fault": self._crdt_fault,
-            b"crdt.snapshot": self._crdt_snapshot,
-        }.get(name)
+            "ping": self._sync(connection.ping),
+            "echo": self._sync(connection.echo),
+            "hello": self._sync(lambda c, a: connection.hello(c, a, self.auth)),
+            "auth": self._sync(lambda c, a: auth.auth(c, a, self.auth)),
+            "client": self._sync(
+                lambda c, a: client_commands.client(c, a, self.clients.live())
+            ),
+            "select": self._sync(connection.select),
+            "quit": self._sync(connection.quit_),
+            "reset": self._sync(lambda c, a: connection.reset(c, self.auth)),
+            "command": self._sync(lambda c, a: introspection.command(a)),
+            "info": self._sync(lambda c, a: info_command.info(a, self.info_sections())),
+            "config": self._sync(self._config),
+            "multi": self._sync(transactions.multi),
+            "discard": self._sync(transactions.discard),
+            "watch": self._sync(transactions.watch),
+            "unwatch": self._sync(transactions.unwatch),
+            "exec": self._exec,
+            "crdt.flush": self._crdt_flush,
+            "crdt.info": self._crdt_info,
+            "crdt.clock": self._crdt_clock,
+            "crdt.fault": self._crdt_fault,
+            "crdt.snapshot": self._crdt_snapshot,
+        }
 
     @staticmethod
-    def _sync(fn: Callable[[Session, list[bytes]], Reply]) -> Builtin:
-        async def run(session: Session, args: list[bytes]) -> Reply:
+    def _sync(fn: Callable[[Client, list[bytes]], Reply]) -> Builtin:
+        async def run_sync(client: Client, args: list[bytes]) -> Reply:
             try:
-                return fn(session, args)
+                return fn(client, args)
             except CommandError as exc:
                 return exc
 
-        return run
+        return run_sync
 
-    def _client(self, session: Session, args: list[bytes]) -> Reply:
-        live = [s for s in self._sessions.values() if not s.closing]
-        return connection.client(session, args, live, transactions.depth)
-
-    def _reset(self, session: Session, args: list[bytes]) -> Reply:
-        transactions.reset(session)
-        return connection.reset(session, self.auth)
-
-    def _config(self, session: Session, args: list[bytes]) -> Reply:
+    def _config(self, client: Client, args: list[bytes]) -> Reply:
         if args[1].lower() == b"resetstat":
             self.stats.reset()
-        return connection.config(session, args, self.settings)
+        return settings.config(args, self.settings)
 
-    async def _exec(self, session: Session, args: list[bytes]) -> Reply:
+    async def _exec(self, client: Client, args: list[bytes]) -> Reply:
         """EXEC: every queued command in one go on the event loop (nothing awaits in between), so
         nothing of another client or region comes in between, later commands see earlier writes,
         and all the ops land in one write batch: one Kafka transaction. A blocking read answers
         at once as timed out, as in Redis."""
         try:
-            tx = transactions.take(session)
+            tx = transactions.take(client)
         except CommandError as exc:
             return exc
         replies: list[Reply] = []
-        session.extra[transactions.RUNNING] = len(tx.queued)
+        client.executing = len(tx.queued)
         try:
-            for queued in tx.queued:
-                reply = await self._exec_one(session, queued)
+            for cmd, queued in tx.queued:
+                reply = await self._exec_one(client, cmd, queued)
                 self.stats.count(reply)
                 replies.append(reply)
         finally:
-            session.extra.pop(transactions.RUNNING, None)
+            client.executing = None
         return replies
 
-    async def _exec_one(self, session: Session, args: list[bytes]) -> Reply:
+    async def _exec_one(self, client: Client, cmd: Command, args: list[bytes]) -> Reply:
         try:
-            builtin = self._builtin(args[0].lower())
-            if builtin is not None:
-                return await builtin(session, args)  # none of them awaits anything (no_multi)
+            builtin = router.builtin_name(cmd)
+            if builtin is not None:  # none of them awaits anything (no_multi)
+                return await self._builtins[builtin](client, args)
             if self.loading is not None:
                 return LOADING
-            return self._issue(dispatch(self._context(), args))
+            return self._issue(run(cmd, self._context(), args))
         except Exception:  # one broken command must not lose the others' replies
             log.exception("command %r inside EXEC failed", args[:1])
             return CommandError("ERR internal error, see the node's log")
 
-    async def _crdt_flush(self, session: Session, args: list[bytes]) -> Reply:
+    async def _crdt_flush(self, client: Client, args: list[bytes]) -> Reply:
         """Log what is held back for coalescing (XACK effects, local ops) now; used by sync(),
         so the materializer also leaves its idle fetch wait: replicated ops come next."""
         self.materializer.wake()
@@ -732,7 +733,7 @@ class RegionNode:
             return failure
         return count if count else OK
 
-    async def _crdt_clock(self, session: Session, args: list[bytes]) -> Reply:
+    async def _crdt_clock(self, client: Client, args: list[bytes]) -> Reply:
         """CRDT.CLOCK [ms]: pin (or, without an argument, release) the node's wall clock.
 
         A test hook, like Redis's DEBUG commands: it lets a seed table's `*` IDs be the exact ones
@@ -751,7 +752,7 @@ class RegionNode:
             return exc
         return OK
 
-    async def _crdt_snapshot(self, session: Session, args: list[bytes]) -> Reply:
+    async def _crdt_snapshot(self, client: Client, args: list[bytes]) -> Reply:
         """CRDT.SNAPSHOT: write a snapshot now (as BGSAVE, but answered once it is stored)."""
         if self.loading is not None:
             return LOADING
@@ -760,7 +761,7 @@ class RegionNode:
             return CommandError("ERR no snapshot was taken now (one in progress, or see the log)")
         return snapshot_id.encode()
 
-    async def _crdt_fault(self, session: Session, args: list[bytes]) -> Reply:
+    async def _crdt_fault(self, client: Client, args: list[bytes]) -> Reply:
         """CRDT.FAULT APPEND n: the next n op-log appends fail (their transactions are aborted),
         to prove the failure path of group commit. Refused unless started with --debug-faults."""
         if not self._debug_faults:
@@ -774,7 +775,7 @@ class RegionNode:
         self.writer.fail_next = max(0, count)
         return OK
 
-    async def _crdt_info(self, session: Session, args: list[bytes]) -> Reply:
+    async def _crdt_info(self, client: Client, args: list[bytes]) -> Reply:
         info = self.crdt_info()
         return Map(tuple((k.encode(), _reply_value(v)) for k, v in info.items()))
 
@@ -813,8 +814,8 @@ class RegionNode:
         """INFO's sections, in Redis's order and with Redis's field names where they apply; the
         replication section also carries each other region's applied seq and lag."""
         keys = sum(1 for _ in self.region.state.existing_keys())
-        rss = connection.rss_bytes()
-        peak = max(rss, connection.peak_rss_bytes())
+        rss = info_command.rss_bytes()
+        peak = max(rss, info_command.peak_rss_bytes())
         cpu = os.times()
         vector = self.region.vector
         now = self.now_ms()
@@ -846,9 +847,11 @@ class RegionNode:
                 f"ms_since_last_op={-1 if seen is None else max(0, now - seen)}"
             )
         return {
-            "server": connection.server_section(self.config.resp_port, self._started, self._run_id),
+            "server": info_command.server_section(
+                self.config.resp_port, self._started, self._run_id
+            ),
             "clients": {
-                "connected_clients": sum(1 for s in self._sessions.values() if not s.closing),
+                "connected_clients": len(self.clients.live()),
                 "cluster_connections": 0,
                 "maxclients": 10000,
                 "client_recent_max_input_buffer": 0,
@@ -859,11 +862,11 @@ class RegionNode:
             },
             "memory": {
                 "used_memory": rss,
-                "used_memory_human": connection.human_bytes(rss),
+                "used_memory_human": info_command.human_bytes(rss),
                 "used_memory_rss": rss,
-                "used_memory_rss_human": connection.human_bytes(rss),
+                "used_memory_rss_human": info_command.human_bytes(rss),
                 "used_memory_peak": peak,
-                "used_memory_peak_human": connection.human_bytes(peak),
+                "used_memory_peak_human": info_command.human_bytes(peak),
                 "maxmemory": 0,
                 "maxmemory_human": "0B",
                 "maxmemory_policy": "noeviction",

@@ -8,8 +8,9 @@ runs nothing. EXEC with a wrong number of arguments aborts the transaction at on
 reason, as Redis does. Errors that happen while a queued command runs are returned inside EXEC's
 array; the other commands still run.
 
-The node runs the queue (`RegionNode._exec`) under one acquisition of its command lock, so no
-command of another client and no op from another region is applied in between.
+The node runs the queue (`RegionNode._exec`) in one go on its event loop, nothing awaiting in
+between, so no command of another client and no op from another region is applied in between.
+The queue holds the commands as resolved when they were queued: EXEC does not look them up again.
 
 WATCH is not supported: regions accept writes concurrently, so a check-and-set over one region's
 view would promise an isolation the database cannot give. WATCH answers a clear error; UNWATCH is
@@ -21,95 +22,77 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from streams import errors
+from streams.commands.base import Command
 from streams.errors import CommandError
+from streams.node.clients import Client
 from streams.reply import OK, Reply, Status
-from streams.resp.server import Session
 
 QUEUED = Status("QUEUED")
-KEY = "multi"
-"""`session.extra[KEY]`: the open transaction of the connection."""
-RUNNING = "exec"
-"""`session.extra[RUNNING]`: the number of commands of the transaction EXEC is running."""
 
-IMMEDIATE = frozenset({b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"})
+IMMEDIATE = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
 """Commands that run at once even inside MULTI (Redis's processCommand exceptions)."""
+
+Queued = tuple[Command, list[bytes]]
+"""A queued command: its table row and its arguments."""
 
 
 @dataclass
 class Transaction:
-    queued: list[list[bytes]] = field(default_factory=list)
+    queued: list[Queued] = field(default_factory=list)
     dirty: bool = False
 
-    def queue(self, args: list[bytes], refusal: CommandError | None = None) -> Reply:
+    def queue(self, cmd: Command, args: list[bytes], refusal: CommandError | None = None) -> Reply:
         """Queue a command, or (refusal given) answer the refusal and doom the transaction."""
         if refusal is not None:
             self.dirty = True
             return refusal
-        self.queued.append(args)
+        self.queued.append((cmd, args))
         return QUEUED
 
 
-def active(session: Session) -> Transaction | None:
-    tx = session.extra.get(KEY)
-    return tx if isinstance(tx, Transaction) else None
-
-
-def multi(session: Session, args: list[bytes]) -> Reply:
-    if active(session) is not None:
+def multi(client: Client, args: list[bytes]) -> Reply:
+    if client.transaction is not None:
         raise CommandError(errors.MULTI_NESTED)
-    session.extra[KEY] = Transaction()
+    client.transaction = Transaction()
     return OK
 
 
-def discard(session: Session, args: list[bytes]) -> Reply:
-    if session.extra.pop(KEY, None) is None:
+def discard(client: Client, args: list[bytes]) -> Reply:
+    if client.transaction is None:
         raise CommandError(errors.DISCARD_WITHOUT_MULTI)
+    client.transaction = None
     return OK
 
 
-def take(session: Session) -> Transaction:
+def take(client: Client) -> Transaction:
     """EXEC: end the transaction and hand over its queue, or raise the reason it cannot run."""
-    tx = session.extra.pop(KEY, None)
-    if not isinstance(tx, Transaction):
+    tx, client.transaction = client.transaction, None
+    if tx is None:
         raise CommandError(errors.EXEC_WITHOUT_MULTI)
     if tx.dirty:
         raise CommandError(errors.EXECABORT)
     return tx
 
 
-def reject(session: Session, name: bytes, error: CommandError) -> CommandError:
+def reject(client: Client, name: bytes, error: CommandError) -> CommandError:
     """A command refused before it could run or be queued (unknown, wrong arity): inside MULTI it
     dooms the transaction, and a refused EXEC aborts it, naming the reason."""
-    tx = active(session)
+    tx = client.transaction
     if tx is None:
         return error
     if name == b"exec":
-        session.extra.pop(KEY, None)
+        client.transaction = None
         reason = error.text.split(" ", 1)[1] if error.code == "ERR" else error.text
         return CommandError(f"EXECABORT Transaction discarded because of: {reason}")
     tx.dirty = True
     return error
 
 
-def watch(session: Session, args: list[bytes]) -> Reply:
-    if active(session) is not None:
+def watch(client: Client, args: list[bytes]) -> Reply:
+    if client.transaction is not None:
         raise CommandError(errors.WATCH_INSIDE_MULTI)
     raise CommandError(errors.WATCH_UNSUPPORTED)
 
 
-def unwatch(session: Session, args: list[bytes]) -> Reply:
+def unwatch(client: Client, args: list[bytes]) -> Reply:
     return OK
-
-
-def depth(session: Session) -> int:
-    """CLIENT LIST's `multi` field: commands queued (or being executed by EXEC), -1 outside."""
-    tx = active(session)
-    if tx is not None:
-        return len(tx.queued)
-    running = session.extra.get(RUNNING)
-    return running if isinstance(running, int) else -1
-
-
-def reset(session: Session) -> None:
-    """RESET: drop any open transaction."""
-    session.extra.pop(KEY, None)

@@ -2,7 +2,7 @@
 
 Why: the replay prints a state, but the questions operators ask of it are the ones they ask a
 live node (XRANGE with bounds, XINFO STREAM FULL, XPENDING per consumer ...). Serving the replayed
-`State` through the node's own command table (`streams.commands.table.dispatch`) answers them
+`State` through the node's own command table (`streams.node.router`) answers them
 with the node's code, so redis-cli and redis-py see exactly what the live node would have said at
 that position.
 
@@ -35,10 +35,11 @@ from collections.abc import Callable
 
 from streams import errors
 from streams.commands.base import Command, Context
-from streams.commands.table import dispatch
-from streams.commands.unsupported import unsupported
+from streams.commands.catalogue import unsupported
+from streams.commands.table import run
 from streams.errors import CommandError
-from streams.node import auth, connection
+from streams.node import auth, connection, introspection, router
+from streams.node.clients import Client, Clients, client
 from streams.replay import reader
 from streams.replay.describe import vector_text
 from streams.replay.fold import Applied
@@ -62,7 +63,7 @@ SEEK_USAGE = (
     "| END>"
 )
 
-CONNECTION = frozenset({b"ping", b"echo", b"hello", b"select", b"quit", b"client", b"command"})
+CONNECTION = frozenset({"ping", "echo", "hello", "select", "quit", "client", "command"})
 OWN = frozenset({b"replay.seek", b"replay.position"})
 
 Runner = Callable[[Request], Replayed]
@@ -139,31 +140,29 @@ class ReplayHandler:
         self.view = view
         self.runner = runner
         self.auth = auth.AuthConfig()
-        self.sessions: dict[int, Session] = {}
+        self.clients = Clients()
         self._seeking = asyncio.Lock()
 
     async def __call__(self, session: Session, args: list[bytes]) -> Reply:
-        self.sessions[session.id] = session
+        me = self.clients.find(session) or self.clients.add(session)
         try:
-            return await self._handle(session, args)
+            return await self._handle(me, args)
         except CommandError as exc:
             return exc
-        finally:
-            if session.closing:
-                self.sessions.pop(session.id, None)
 
-    async def _handle(self, session: Session, args: list[bytes]) -> Reply:
+    async def _handle(self, me: Client, args: list[bytes]) -> Reply:
         name = args[0].lower()
         if name in OWN:
             return await self._own(name, args)
-        found = connection.find(args)
+        found = router.resolve(args)
         if isinstance(found, str):
             return unsupported(found)
         if not found.arity_ok(len(args)):
             return errors.wrong_arity(found.name)
-        if name in CONNECTION:
-            return self._connection(session, name, args)
-        if found.handler is None and found.name.split("|")[0] in connection.BUILTINS:
+        builtin = router.builtin_name(found)
+        if builtin in CONNECTION:
+            return self._connection(me, builtin, args)
+        if builtin is not None:
             return CommandError(NOT_ON_REPLAY.format(name=found.name))
         return self._read(found, args)
 
@@ -180,27 +179,27 @@ class ReplayHandler:
             result.region.vector,
             result.names,
         )
-        out = dispatch(ctx, args)
+        out = run(found, ctx, args)
         if out.ops:
             return CommandError(READONLY)
         if out.block is not None and (out.reply is None or out.reply is NULL_ARRAY):
             return NULL_ARRAY  # nothing will arrive: the view moves only by REPLAY.SEEK
         return out.reply
 
-    def _connection(self, session: Session, name: bytes, args: list[bytes]) -> Reply:
-        if name == b"ping":
-            return connection.ping(session, args)
-        if name == b"echo":
-            return connection.echo(session, args)
-        if name == b"hello":
-            return connection.hello(session, args, self.auth)
-        if name == b"select":
-            return connection.select(session, args)
-        if name == b"quit":
-            return connection.quit_(session, args)
-        if name == b"client":
-            return connection.client(session, args, list(self.sessions.values()))
-        return connection.command(session, args)
+    def _connection(self, me: Client, name: str, args: list[bytes]) -> Reply:
+        if name == "ping":
+            return connection.ping(me, args)
+        if name == "echo":
+            return connection.echo(me, args)
+        if name == "hello":
+            return connection.hello(me, args, self.auth)
+        if name == "select":
+            return connection.select(me, args)
+        if name == "quit":
+            return connection.quit_(me, args)
+        if name == "client":
+            return client(me, args, self.clients.live())
+        return introspection.command(args)
 
     async def _own(self, name: bytes, args: list[bytes]) -> Reply:
         if name == b"replay.position":

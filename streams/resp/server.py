@@ -25,7 +25,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from streams.errors import CommandError
 from streams.reply import Reply
@@ -37,16 +37,19 @@ log = logging.getLogger(__name__)
 MAX_QUEUED = 1024
 
 
-@dataclass
+@dataclass(eq=False)
 class Session:
-    """Per-connection state the handler may read and change (protocol version, name, ...)."""
+    """What the wire needs to know about a connection. The handler may set `proto` (HELLO) and
+    `closing` (QUIT); what commands keep per connection (user, transaction, name ...) is the
+    handler's own business (the node's `streams.node.clients.Client`)."""
 
     id: int
     proto: int = 2
-    name: bytes | None = None
-    authenticated: bool = True
     closing: bool = False
-    extra: dict[str, object] = field(default_factory=dict)
+    addr: str = ""
+    """The peer's `host:port` (CLIENT LIST's addr=), once connected."""
+    laddr: str = ""
+    """The local `host:port` the client connected to (CLIENT LIST's laddr=)."""
     lost: asyncio.Future[None] | None = None
     """Resolved when the client disconnects: a blocked command waits on it too."""
 
@@ -124,10 +127,8 @@ class RespProtocol(asyncio.Protocol):
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
         self._flow = _Flow(transport)
-        for key, name in (("addr", "peername"), ("laddr", "sockname")):
-            where = transport.get_extra_info(name)
-            if isinstance(where, tuple) and len(where) >= 2:  # CLIENT LIST's addr= and laddr=
-                self.session.extra[key] = f"{where[0]}:{where[1]}"
+        self.session.addr = _host_port(transport.get_extra_info("peername"))
+        self.session.laddr = _host_port(transport.get_extra_info("sockname"))
         loop = asyncio.get_running_loop()
         self.session.lost = loop.create_future()
         self._task = loop.create_task(self._serve())
@@ -263,6 +264,12 @@ class RespProtocol(asyncio.Protocol):
         if not self._transport.is_closing():
             proto = self.session.proto
             self._transport.write(b"".join([encode(reply, proto) for reply in replies]))
+
+
+def _host_port(where: object) -> str:
+    if isinstance(where, tuple) and len(where) >= 2:
+        return f"{where[0]}:{where[1]}"
+    return ""
 
 
 async def serve(handler: Handler, host: str, port: int) -> asyncio.Server:

@@ -15,8 +15,9 @@ from differential.redis_server import RawConnection, RedisServer, find_redis_ser
 import streams.node.node as node_module
 from streams import errors
 from streams.crdt import ops
-from streams.node import transactions
+from streams.node import router, transactions
 from streams.node.auth import AuthConfig
+from streams.node.clients import Clients
 from streams.node.node import RegionNode
 from streams.reply import Reply
 from streams.resp.encode import encode
@@ -196,18 +197,21 @@ def test_watch_is_refused_clearly_and_unwatch_is_accepted() -> None:
 
 def test_transaction_module_rules() -> None:
     session = Session(1)
-    assert transactions.active(session) is None
-    transactions.multi(session, [b"MULTI"])
-    tx = transactions.active(session)
+    client = Clients().add(session)
+    assert client.transaction is None and client.transaction_depth() == -1
+    transactions.multi(client, [b"MULTI"])
+    tx = client.transaction
     assert tx is not None
-    assert tx.queue([b"PING"]) == transactions.QUEUED
-    error = transactions.reject(session, b"nosuch", errors.wrong_arity("x"))
+    ping = router.TABLE["ping"]
+    assert tx.queue(ping, [b"PING"]) == transactions.QUEUED
+    assert tx.queued == [(ping, [b"PING"])] and client.transaction_depth() == 1
+    error = transactions.reject(client, b"nosuch", errors.wrong_arity("x"))
     assert error.text.startswith("ERR wrong number") and tx.dirty
-    aborted = transactions.reject(session, b"exec", errors.wrong_arity("exec"))
+    aborted = transactions.reject(client, b"exec", errors.wrong_arity("exec"))
     assert aborted.text == (
         "EXECABORT Transaction discarded because of: wrong number of arguments for 'exec' command"
     )
-    assert transactions.active(session) is None
+    assert client.transaction is None
 
 
 # --- unsupported and unknown commands -----------------------------------------------------------
@@ -250,8 +254,11 @@ def test_requirepass_flow() -> None:
     assert c.call("RESET") == b"+RESET\r\n"
     assert c.call("PING") == b"-NOAUTH Authentication required.\r\n"
     d = Client(node)
-    assert d.value("HELLO", "3", "AUTH", "alice", "pw", "SETNAME", "app") is not None
-    assert d.session.proto == 3 and d.session.name == b"app"
+    hello = d.value("HELLO", "3", "AUTH", "alice", "pw", "SETNAME", "app")
+    assert isinstance(hello, dict) and hello[b"proto"] == 3 and hello[b"id"] == d.session.id
+    record = node.clients.find(d.session)
+    assert d.session.proto == 3 and record is not None and record.name == b"app"
+    assert record.user == b"alice" and record.authenticated
     assert d.call("QUIT") == b"+OK\r\n" and d.session.closing
 
 

@@ -307,8 +307,8 @@ async def test_session_knows_its_addresses_and_resp3_nulls() -> None:
         return NULL_ARRAY
 
     protocol, transport = connect(handler)
-    assert protocol.session.extra["addr"] == "127.0.0.1:5555"
-    assert protocol.session.extra["laddr"] == "127.0.0.1:6379"
+    assert protocol.session.addr == "127.0.0.1:5555"
+    assert protocol.session.laddr == "127.0.0.1:6379"
     protocol.data_received(b"XREAD\r\n")
     await settle(lambda: bool(transport.out))
     assert bytes(transport.out) == b"_\r\n"

@@ -1,0 +1,239 @@
+"""CONFIG GET / SET / RESETSTAT / REWRITE: the node's parameters, with Redis's names and checks.
+
+Replies follow redis-server 7.0.15 byte for byte where the same reply makes sense
+(tests/unit/test_connection_commands.py). Deliberate differences: `databases` is 1 (only
+SELECT 0 works); CONFIG GET requirepass is always empty; CONFIG SET accepts the `HARMLESS`
+parameters (stored, without effect) and any parameter set to its current value, and refuses to
+change the others.
+"""
+
+from __future__ import annotations
+
+import os
+
+from streams import errors
+from streams.commands.base import parse_int
+from streams.commands.glob import Pattern
+from streams.crdt.entries import set_node_limits
+from streams.errors import CommandError
+from streams.reply import OK, Map, Reply, Status
+
+CONFIG_HELP = [
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+    "REWRITE",
+    "    Rewrite the configuration file.",
+    "HELP",
+    "    Prints this help.",
+]
+
+_INT_MAX = 2**63 - 1
+_ENUMS = {
+    "appendfsync": ("everysec", "always", "no"),
+    "maxmemory-policy": (
+        "volatile-lru",
+        "volatile-lfu",
+        "volatile-random",
+        "volatile-ttl",
+        "allkeys-lru",
+        "allkeys-lfu",
+        "allkeys-random",
+        "noeviction",
+    ),
+    "loglevel": ("debug", "verbose", "notice", "warning"),
+    "lazyfree-lazy-user-flush": ("yes", "no"),
+}
+_INTS = {
+    "timeout": (0, _INT_MAX),
+    "tcp-keepalive": (0, 2**31 - 1),
+    "hz": (0, 2**31 - 1),
+    "slowlog-log-slower-than": (-1, _INT_MAX),
+    "slowlog-max-len": (0, _INT_MAX),
+    "latency-monitor-threshold": (0, _INT_MAX),
+}
+_MEMORY_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1024,
+    "m": 1000**2,
+    "mb": 1024**2,
+    "g": 1000**3,
+    "gb": 1024**3,
+}
+_STREAM_NODE = {"stream-node-max-bytes": True, "stream-node-max-entries": False}
+"""Parameters that shape stream nodes (entry blocks): name -> is a memory value. They take
+effect for nodes filled from now on, as in Redis (`streams.crdt.entries.set_node_limits`)."""
+HARMLESS = frozenset(_ENUMS) | frozenset(_INTS) | {"save"}
+"""Parameters CONFIG SET accepts and remembers (CONFIG GET shows the new value) although they
+change nothing here: persistence is the Kafka op log, nothing is evicted, idle clients are not
+timed out, and there is no slow log."""
+
+
+def default_settings(port: int, bind: str) -> dict[str, str]:
+    """What CONFIG GET shows. `requirepass` is always empty: every authenticated user may run
+    CONFIG here (there are no ACL rules), so the password is never shown (Redis shows it)."""
+    return {
+        "bind": bind,
+        "port": str(port),
+        "requirepass": "",
+        "databases": "1",
+        "save": "",
+        "appendonly": "no",
+        "appendfsync": "everysec",
+        "maxmemory": "0",
+        "maxmemory-policy": "noeviction",
+        "stream-node-max-entries": "100",
+        "stream-node-max-bytes": "4096",
+        "timeout": "0",
+        "tcp-keepalive": "300",
+        "maxclients": "10000",
+        "loglevel": "notice",
+        "hz": "10",
+        "slowlog-log-slower-than": "10000",
+        "slowlog-max-len": "128",
+        "latency-monitor-threshold": "0",
+        "notify-keyspace-events": "",
+        "lazyfree-lazy-user-flush": "no",
+        "protected-mode": "no",
+        "cluster-enabled": "no",
+        "replica-read-only": "yes",
+        "proto-max-bulk-len": "536870912",
+        "client-output-buffer-limit": (
+            "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
+        ),
+        "busy-reply-threshold": "5000",
+        "lua-time-limit": "5000",
+        "io-threads": "1",
+        "daemonize": "no",
+        "dir": os.getcwd(),
+        "dbfilename": "dump.rdb",
+        "logfile": "",
+    }
+
+
+class Settings:
+    """The node's CONFIG parameters (values as strings, Redis's spelling)."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = dict(values)
+
+    def get(self, patterns: list[bytes]) -> Reply:
+        """The parameters matching any pattern (case-insensitive), in the table's order, each
+        once; an exact name is echoed as typed, as Redis does."""
+        shown: dict[str, bytes] = {}
+        for raw in patterns:
+            text = raw.decode("utf-8", "replace")
+            if not any(c in text for c in "*?["):
+                if text.lower() in self.values:
+                    shown.setdefault(text.lower(), raw)
+                continue
+            pattern = Pattern(raw.lower())
+            for name in self.values:
+                if pattern.match(name.encode()):
+                    shown.setdefault(name, name.encode())
+        return Map(
+            tuple(
+                (shown[name], value.encode())
+                for name, value in self.values.items()
+                if name in shown
+            )
+        )
+
+    def set(self, args: list[bytes]) -> Reply:
+        if len(args) % 2:
+            raise CommandError(errors.SYNTAX)
+        changes: dict[str, str] = {}
+        for raw_name, raw_value in zip(args[::2], args[1::2], strict=True):
+            name = raw_name.decode("utf-8", "replace").lower()
+            if name not in self.values:
+                raise CommandError(
+                    errors.CONFIG_SET_UNKNOWN_FMT.format(name=raw_name.decode("utf-8", "replace"))
+                )
+            if name in changes:
+                raise _set_failed(name, "duplicate parameter")
+            changes[name] = self._validate(name, raw_value.decode("utf-8", "replace"))
+        self.values.update(changes)
+        if any(name in _STREAM_NODE for name in changes):
+            set_node_limits(
+                max_bytes=int(self.values["stream-node-max-bytes"]),
+                max_entries=int(self.values["stream-node-max-entries"]),
+            )
+        return OK
+
+    def _validate(self, name: str, value: str) -> str:
+        if name in _ENUMS:
+            if value.lower() not in _ENUMS[name]:
+                if _ENUMS[name] == ("yes", "no"):
+                    raise _set_failed(name, "argument must be 'yes' or 'no'")
+                raise _set_failed(
+                    name, "argument(s) must be one of the following: " + ", ".join(_ENUMS[name])
+                )
+            return value.lower()
+        if name in _INTS:
+            try:
+                number = parse_int(value.encode())
+            except CommandError:
+                raise _set_failed(name, "argument couldn't be parsed into an integer") from None
+            low, high = _INTS[name]
+            if not low <= number <= high:
+                raise _set_failed(name, f"argument must be between {low} and {high} inclusive")
+            if name == "hz":
+                number = min(max(number, 1), 500)
+            return str(number)
+        if name in _STREAM_NODE:
+            return _stream_node_value(name, value, memory=_STREAM_NODE[name])
+        if name == "save":
+            parts = value.split()
+            if len(parts) % 2 or not all(p.isdigit() for p in parts):
+                raise _set_failed(name, "Invalid save parameters")
+            return " ".join(parts)
+        if value == self.values[name]:
+            return value
+        raise _set_failed(name, "not changeable in this database")
+
+
+def _stream_node_value(name: str, value: str, *, memory: bool) -> str:
+    """Redis's checks for stream-node-max-bytes (a memory value: 4kb, 1mb...) and
+    stream-node-max-entries (an integer), both 0..LONG_MAX."""
+    number: int | None = None
+    if memory:
+        text = value.lower()
+        digits = text.rstrip("kmgb")
+        unit = text[len(digits) :]
+        if digits.isdigit() and digits.isascii() and unit in _MEMORY_UNITS:
+            number = int(digits) * _MEMORY_UNITS[unit]
+        if number is None:
+            raise _set_failed(name, "argument must be a memory value")
+    else:
+        try:
+            number = parse_int(value.encode())
+        except CommandError:
+            raise _set_failed(name, "argument couldn't be parsed into an integer") from None
+    if not 0 <= number <= _INT_MAX:
+        raise _set_failed(name, f"argument must be between 0 and {_INT_MAX} inclusive")
+    return str(number)
+
+
+def _set_failed(name: str, why: str) -> CommandError:
+    return CommandError(errors.CONFIG_SET_FAILED_FMT.format(name=name, why=why))
+
+
+def config(args: list[bytes], settings: Settings) -> Reply:
+    """CONFIG GET / SET / RESETSTAT (the caller resets its statistics) / REWRITE / HELP."""
+    sub = args[1].lower()
+    if sub == b"get":
+        return settings.get(args[2:])
+    if sub == b"set":
+        return settings.set(args[2:])
+    if sub == b"resetstat":
+        return OK
+    if sub == b"rewrite":
+        raise CommandError(errors.NO_CONFIG_FILE)
+    return [Status(line) for line in CONFIG_HELP]
+
