@@ -1,8 +1,11 @@
-"""The one catalogue of error replies, byte-identical to Redis 7.
+"""The catalogue of Redis's error replies, byte-identical to Redis 7.0.15.
 
-Every error a command can answer lives here as a constant, so the texts can be checked against a
-real redis-server in one place and no module invents its own wording. A leaf module: it imports
-nothing of ours, so `streams.ids` may use it too.
+Every error text that Redis also answers lives here as a constant, so the texts can be checked
+against a real redis-server in one place (tests/differential, tests/unit/test_connection_commands)
+and the commands do not spell them on their own. The errors of conditions Redis does not have are
+written where they arise: the node's write refusals (a fenced writer, a failed batch, a stopped
+materializer), its CRDT.* admin commands, replay's READONLY view, and the internal error a bug
+gets. A leaf module: it imports nothing of ours, so `streams.ids` may use it too.
 """
 
 from __future__ import annotations
@@ -209,3 +212,12 @@ NOT_IN_MULTI = "ERR Command not allowed inside a transaction"
 CONFIG_SET_UNKNOWN_FMT = "ERR Unknown option or number of arguments for CONFIG SET - '{name}'"
 CONFIG_SET_FAILED_FMT = "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
 NO_CONFIG_FILE = "ERR The server is running without a config file"
+LOADING = "LOADING Redis is loading the dataset in memory"
+EXECABORT_BECAUSE_FMT = "EXECABORT Transaction discarded because of: {reason}"
+GETKEYS_INVALID_COMMAND = "ERR Invalid command specified"
+GETKEYS_INVALID_ARITY = "ERR Invalid number of arguments specified for command"
+GETKEYS_NO_KEYS = "ERR The command has no key arguments"
+INVALID_CLIENT_ID = "ERR Invalid client ID"
+UNKNOWN_CLIENT_TYPE_FMT = "ERR Unknown client type '{kind}'"
+SETINFO_OPTION_FMT = "ERR Unrecognized option '{opt}'"
+SETINFO_VALUE_FMT = "ERR {attr} cannot contain spaces, newlines or special characters."

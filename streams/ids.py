@@ -3,7 +3,7 @@
 An ID is a plain `(ms, seq)` tuple of two unsigned 64-bit integers, so comparison is tuple
 comparison and a million of them cost no more than a million small tuples. Parsing follows Redis 7's
 `streamGenericParseIDOrReply` (including its `string2ull` leniency) so error cases match a real
-server; ID generation follows DESIGN section 6.
+server; ID generation follows the ID modes of README.md ("ID modes") and docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from enum import Enum
 
 from streams import errors
 from streams.errors import CommandError
+from streams.numbers import string2ll
 
 StreamID = tuple[int, int]
 
@@ -73,22 +74,9 @@ def decr(sid: StreamID) -> StreamID | None:
 _SPACE = set(string.whitespace.encode())
 
 
-def _string2ll(raw: bytes) -> int | None:
-    """Redis's strict integer parser: optional '-', no leading zeros, fits in int64."""
-    if not raw or len(raw) > 20:
-        return None
-    body = raw[1:] if raw[:1] == b"-" else raw
-    if not body or not body.isdigit() or (body[:1] == b"0" and len(raw) != 1):
-        return None
-    value = int(raw)
-    if not -(2**63) <= value < 2**63:
-        return None
-    return value
-
-
 def parse_u64(raw: bytes) -> int | None:
     """Redis's `string2ull`: string2ll first, else C `strtoull` with its leniency."""
-    value = _string2ll(raw)
+    value = string2ll(raw)
     if value is not None:
         return value if value >= 0 else None
     i = 0

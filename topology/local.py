@@ -1,4 +1,5 @@
-"""`LocalTopology`: the embedded multi-region topology on localhost (DESIGN section 10).
+"""`LocalTopology`: the embedded multi-region topology on localhost (docs/architecture.md,
+"Other runtime facts").
 
 One Tansu broker per region (memory-only, free loopback ports), the mirrors between them (threads
 of this process), and one region node per region (a `python -m streams.node` subprocess, so a

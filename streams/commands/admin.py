@@ -1,4 +1,5 @@
-"""CRDT.* admin commands (DESIGN section 10): digest and applied vector of the region."""
+"""CRDT.DIGEST and CRDT.VECTOR: digest and applied vector of the region (the node's other CRDT.*
+admin commands act on the node itself: `streams.node.node`)."""
 
 from __future__ import annotations
 

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from streams import errors
 from streams.commands import catalogue
 from streams.commands.catalogue import Spec
-from streams.crdt.ops import Body
+from streams.crdt.ops import Body, Fields
 from streams.crdt.state import State
 from streams.errors import CommandError
-from streams.ids import IdMode
+from streams.ids import IdMode, StreamID, format_id
+from streams.numbers import string2ll
 from streams.reply import Reply
 
 
@@ -88,16 +89,16 @@ def container(name: str, subs: list[Command]) -> Command:
 
 
 def parse_int(raw: bytes, error: str = errors.NOT_INTEGER) -> int:
-    """Redis's getLongLongFromObject: strict decimal, int64 range."""
-    if not raw or len(raw) > 20:
-        raise CommandError(error)
-    body = raw[1:] if raw[:1] == b"-" else raw
-    if not body.isdigit() or (body[:1] == b"0" and len(raw) > 1):
-        raise CommandError(error)
-    value = int(raw)
-    if not -(2**63) <= value < 2**63:
+    """Redis's getLongLongFromObject: `string2ll`, or the error reply."""
+    value = string2ll(raw)
+    if value is None:
         raise CommandError(error)
     return value
+
+
+def entry_reply(sid: StreamID, fields: Fields) -> Reply:
+    """An entry as every command replies it: [ID, [field, value, ...]]."""
+    return [format_id(sid), list(fields)]
 
 
 def eq(raw: bytes, word: bytes) -> bool:

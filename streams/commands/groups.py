@@ -1,10 +1,10 @@
 """The consumer-group family: XGROUP (here, with XACK) and the table rows of XREADGROUP
 (`readgroup`) and XPENDING / XCLAIM / XAUTOCLAIM (`pel`).
 
-What replicates (DESIGN section 7): XGROUP CREATE and DESTROY are replicated ops (existence,
-delete wins); SETID, CREATECONSUMER, DELCONSUMER and XACK are local ops of this region. XACK's
-cross-region effect (the consecutive-XACK frontier) is not made here: the region coalesces it
-from the acks it applied (`Region.flush_acks`).
+What replicates (docs/architecture.md, "Replicated state"): XGROUP CREATE and DESTROY are
+replicated ops (existence, delete wins); SETID, CREATECONSUMER, DELCONSUMER and XACK are local ops
+of this region. XACK's cross-region effect (the consecutive-XACK frontier) is not made here: the
+region coalesces it from the acks it applied (`Region.flush_acks`).
 
 Argument checks follow Redis 7.0's xgroupCommand order: options, then the key, then the group,
 then the ID, so the same bad input fails with the same error as on a real server.

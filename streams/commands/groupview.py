@@ -1,6 +1,6 @@
 """Read-side helpers the consumer-group commands share (XGROUP, XREADGROUP, XACK, XPENDING,
 XCLAIM, XAUTOCLAIM, XINFO): finding a group, naming the entries an ID stands for, walking a PEL by
-ID range, rendering entries and HELP.
+ID range and HELP.
 
 With duplicate IDs (liberal / semi-strict modes) one ID names several entries, one per origin
 log; the PEL is keyed by (ms, seq, origin) so those are separate pending entries, and a command
@@ -16,7 +16,7 @@ from sortedcontainers import SortedDict, SortedSet
 from streams.crdt.groups import Group, PelKey
 from streams.crdt.ops import EntryRef, Fields, OriginIds
 from streams.crdt.state import KeyState, State
-from streams.ids import MIN_ID, StreamID, format_id
+from streams.ids import MIN_ID, StreamID
 from streams.reply import Reply, Status
 
 _ORIGIN_MAX = 2**63
@@ -50,10 +50,6 @@ def refs_with_id(ks: KeyState, group: Group, sid: StreamID) -> list[EntryRef]:
 
 def entry_fields(ks: KeyState, ref: EntryRef) -> Fields | None:
     return ks.entries.get(ref[0], ref[1])
-
-
-def entry_reply(sid: StreamID, fields: Fields) -> Reply:
-    return [format_id(sid), list(fields)]
 
 
 def dollar_cursors(ks: KeyState | None, region: int) -> tuple[StreamID, OriginIds]:

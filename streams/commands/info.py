@@ -19,8 +19,17 @@ from __future__ import annotations
 from itertools import islice
 
 from streams import errors
-from streams.commands.base import Command, Context, Result, command, container, eq, parse_int
-from streams.commands.groupview import entry_reply, help_reply, pel_keys_between
+from streams.commands.base import (
+    Command,
+    Context,
+    Result,
+    command,
+    container,
+    entry_reply,
+    eq,
+    parse_int,
+)
+from streams.commands.groupview import help_reply, pel_keys_between
 from streams.crdt.groups import Group, pel_ref
 from streams.crdt.lag import first_id, group_lag
 from streams.crdt.state import KeyState

@@ -12,10 +12,9 @@ is dropped from the PEL (XAUTOCLAIM lists it in its third reply element). Times 
 from __future__ import annotations
 
 from streams import errors
-from streams.commands.base import Command, Context, Result, command, eq, parse_int
+from streams.commands.base import Command, Context, Result, command, entry_reply, eq, parse_int
 from streams.commands.groupview import (
     entry_fields,
-    entry_reply,
     find_group,
     pel_keys_between,
     refs_with_id,

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Iterator
 from itertools import islice
 
 from streams import errors
-from streams.commands.base import BlockRequest, Command, Context, Result, command
-from streams.commands.groupview import entry_reply, pel_keys_between
+from streams.commands.base import BlockRequest, Command, Context, Result, command, entry_reply
+from streams.commands.groupview import pel_keys_between
 from streams.commands.readargs import ReadArgs, parse_read_args
 from streams.crdt import ops
 from streams.crdt.entries import MergedEntry

@@ -11,7 +11,16 @@ from collections.abc import Iterable
 from itertools import islice
 
 from streams import errors
-from streams.commands.base import BlockRequest, Command, Context, Result, command, eq, parse_int
+from streams.commands.base import (
+    BlockRequest,
+    Command,
+    Context,
+    Result,
+    command,
+    entry_reply,
+    eq,
+    parse_int,
+)
 from streams.commands.readargs import parse_read_args
 from streams.crdt.entries import MergedEntry
 from streams.errors import CommandError
@@ -27,13 +36,8 @@ from streams.ids import (
 from streams.reply import NULL_ARRAY, Map, Reply
 
 
-def entry_reply(entry: MergedEntry) -> Reply:
-    sid, _origin, fields = entry
-    return [format_id(sid), list(fields)]
-
-
 def entries_reply(entries: Iterable[MergedEntry]) -> list[Reply]:
-    return [entry_reply(e) for e in entries]
+    return [entry_reply(sid, fields) for sid, _origin, fields in entries]
 
 
 def _xrange(ctx: Context, args: list[bytes], reverse: bool) -> Result:

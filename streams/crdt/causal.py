@@ -1,4 +1,4 @@
-"""Causal delivery with duplicate drop (DESIGN section 4).
+"""Causal delivery with duplicate drop (docs/architecture.md, "Replicated state").
 
 An op `(o, s, ctx)` is applied only after `(o, s-1)` and everything its ctx names; until then it
 waits here. An op at or below what has been applied from its origin is a duplicate and is dropped,

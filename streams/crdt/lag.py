@@ -8,7 +8,7 @@ gives up (`None` here, a null reply there). These are ports of t_stream.c (7.0.1
 `streamEstimateDistanceFromFirstEverEntry`, `streamRangeHasTombstones`, `streamReplyWithCGLag`
 and the counter update of `streamReplyWithRange` for group reads.
 
-Multi-region reading of the same rules (DESIGN section 7):
+Multi-region reading of the same rules (docs/architecture.md, "Replicated state"):
 - the group's "last ID" is its highest per-origin cursor (`Group.last_delivered()`);
 - the stream's counters are the ones this region has materialized (`KeyState`), so two regions can
   show different lags for the same group while ops are in flight, and equal ones once synced;

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from streams.numbers import string2ll
+
 LP_EMPTY = 7
 """lpNew: a 6-byte header (total bytes, element count) and the end byte."""
 
-_I64_MIN = -(1 << 63)
 _I64_MAX = (1 << 63) - 1
 
 
@@ -47,23 +48,9 @@ def int_size(v: int) -> int:
     return enc + 1  # every integer encoding is at most 9 bytes: a 1-byte back-length
 
 
-def _as_int(s: bytes) -> int | None:
-    """lpStringToInt64: a canonical decimal int64 (no sign but '-', no leading zero, no '-0')."""
-    n = len(s)
-    if n == 0 or n >= 21:
-        return None
-    if s == b"0":
-        return 0
-    digits = s[1:] if s[:1] == b"-" else s
-    if not digits or not digits.isdigit() or digits[:1] == b"0" or not digits.isascii():
-        return None
-    v = int(s)
-    return v if _I64_MIN <= v <= _I64_MAX else None
-
-
 def str_size(s: bytes) -> int:
     """Bytes of a string element as lpAppend stores it (as an integer when it reads as one)."""
-    v = _as_int(s)
+    v = string2ll(s)  # lpStringToInt64 is a copy of string2ll
     if v is not None:
         return int_size(v)
     n = len(s)

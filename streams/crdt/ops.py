@@ -15,6 +15,7 @@ Two kinds:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import get_args
 
 from streams.ids import StreamID
 
@@ -96,6 +97,8 @@ class AckEffect:
 
 
 ReplicatedBody = XAdd | Del | XDel | XTrim | XSetId | GroupCreate | GroupDestroy | AckEffect
+"""Every replicated body type: the one list (`REPLICATED_TYPES`, the codec, the schema check and
+`State`'s apply table follow it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +194,7 @@ class DelConsumer:
 
 
 LocalBody = Deliver | TouchConsumer | Ack | Claim | SetId | DelConsumer
+"""Every local body type: the one list, as `ReplicatedBody`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,8 +211,8 @@ class LocalOp:
 
 Body = ReplicatedBody | LocalBody
 
-REPLICATED_TYPES = (XAdd, Del, XDel, XTrim, XSetId, GroupCreate, GroupDestroy, AckEffect)
-LOCAL_TYPES = (Deliver, TouchConsumer, Ack, Claim, SetId, DelConsumer)
+REPLICATED_TYPES: tuple[type, ...] = get_args(ReplicatedBody)
+LOCAL_TYPES: tuple[type, ...] = get_args(LocalBody)
 
 
 def is_replicated(body: Body) -> bool:

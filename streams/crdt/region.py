@@ -114,7 +114,8 @@ class Region:
         }
 
     def ack_effects(self) -> list[ops.AckEffect]:
-        """The consecutive-XACK effects held back since the last call (DESIGN section 7).
+        """The consecutive-XACK effects held back since the last call
+        (docs/architecture.md, "Consecutive XACK").
 
         For each group acknowledged since, the frontier per origin is the highest delivered entry
         below which everything delivered is acknowledged; an effect is due when it moved past

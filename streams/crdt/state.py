@@ -329,6 +329,14 @@ _REPLICATED: dict[type, Callable[[State, ops.Op, Any], None]] = {
 }
 
 
+def _check_covers(table: dict[type, Any], types: tuple[type, ...], what: str) -> None:
+    if set(table) != set(types):
+        raise RuntimeError(f"State's {what} apply table does not cover exactly {types}")
+
+
+_check_covers(_REPLICATED, ops.REPLICATED_TYPES, "replicated")
+
+
 def apply_local_to(ks: KeyState, group: Group, body: ops.LocalBody) -> None:
     """Apply a local op to a given group object: how a command that touches the same group
     twice (a key named twice in XREADGROUP) sees its own first effect on a scratch copy."""
@@ -343,3 +351,5 @@ _LOCAL: dict[type, Callable[[KeyState, Group, Any], None]] = {
     ops.SetId: _apply_setid,
     ops.DelConsumer: _apply_delconsumer,
 }
+
+_check_covers(_LOCAL, ops.LOCAL_TYPES, "local")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from streams import errors
-from streams.commands.base import parse_int
+from streams.commands.base import parse_int, text
 from streams.errors import CommandError
 from streams.reply import OK, Reply, Status
 from streams.resp.server import Session
@@ -134,11 +134,9 @@ def client(me: Client, args: list[bytes], clients: Iterable[Client]) -> Reply:
     if sub == b"setinfo":
         attr = args[2].lower()
         if attr not in (b"lib-name", b"lib-ver"):
-            raise CommandError(f"ERR Unrecognized option '{args[2].decode('utf-8', 'replace')}'")
+            raise CommandError(errors.SETINFO_OPTION_FMT.format(opt=text(args[2])))
         if not _valid_name(args[3]):
-            raise CommandError(
-                f"ERR {attr.decode()} cannot contain spaces, newlines or special characters."
-            )
+            raise CommandError(errors.SETINFO_VALUE_FMT.format(attr=attr.decode()))
         if attr == b"lib-name":
             me.lib_name = args[3]
         else:
@@ -166,9 +164,7 @@ def _client_list(me: Client, args: list[bytes], clients: Iterable[Client]) -> Re
         if opt == b"type" and i + 1 < len(args):
             kind = args[i + 1].lower()
             if kind not in (b"normal", b"master", b"replica", b"slave", b"pubsub"):
-                raise CommandError(
-                    f"ERR Unknown client type '{args[i + 1].decode('utf-8', 'replace')}'"
-                )
+                raise CommandError(errors.UNKNOWN_CLIENT_TYPE_FMT.format(kind=text(args[i + 1])))
             normal = kind == b"normal"
             i += 2
         elif opt == b"id" and i + 1 < len(args):
@@ -179,7 +175,7 @@ def _client_list(me: Client, args: list[bytes], clients: Iterable[Client]) -> Re
                 except CommandError:
                     client_id = 0
                 if client_id <= 0:
-                    raise CommandError("ERR Invalid client ID")
+                    raise CommandError(errors.INVALID_CLIENT_ID)
                 wanted_ids.add(client_id)
             i = len(args)
         else:

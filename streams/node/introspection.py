@@ -133,11 +133,11 @@ def _getkeys(full: list[bytes]) -> Reply:
     try:
         cmd = router.resolve(full)
     except CommandError:
-        raise CommandError("ERR Invalid command specified") from None
+        raise CommandError(errors.GETKEYS_INVALID_COMMAND) from None
     if isinstance(cmd, str):
-        raise CommandError("ERR Invalid command specified")
+        raise CommandError(errors.GETKEYS_INVALID_COMMAND)
     if not cmd.arity_ok(len(full)):
-        raise CommandError("ERR Invalid number of arguments specified for command")
+        raise CommandError(errors.GETKEYS_INVALID_ARITY)
     keys: list[Reply] = []
     if cmd.name in ("xread", "xreadgroup"):
         lowered = [a.lower() for a in full]
@@ -149,5 +149,5 @@ def _getkeys(full: list[bytes]) -> Reply:
         last = last if last >= 0 else len(full) + last
         keys = list(full[first : last + 1 : max(step, 1)])
     if not keys:
-        raise CommandError("ERR The command has no key arguments")
+        raise CommandError(errors.GETKEYS_NO_KEYS)
     return keys

@@ -76,7 +76,7 @@ class CatchUpTimeout(TimeoutError):
     """The node could not read its op logs to their end in time; the text says how far it got."""
 
 
-LOADING = CommandError("LOADING Redis is loading the dataset in memory")
+LOADING = CommandError(errors.LOADING)
 
 Booted = tuple[Region, Positions]
 
@@ -742,7 +742,7 @@ class RegionNode:
         if not self._debug_clock:
             return CommandError("ERR CRDT.CLOCK is disabled: start the node with --debug-clock")
         if len(args) > 2:
-            return CommandError("ERR wrong number of arguments for 'crdt.clock' command")
+            return errors.wrong_arity("crdt.clock")
         if len(args) == 1:
             self._pinned_ms = None
             return OK

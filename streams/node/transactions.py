@@ -83,7 +83,7 @@ def reject(client: Client, name: bytes, error: CommandError) -> CommandError:
     if name == b"exec":
         client.transaction = None
         reason = error.text.split(" ", 1)[1] if error.code == "ERR" else error.text
-        return CommandError(f"EXECABORT Transaction discarded because of: {reason}")
+        return CommandError(errors.EXECABORT_BECAUSE_FMT.format(reason=reason))
     tx.dirty = True
     return error
 

@@ -6,9 +6,12 @@ every schema version we ever shipped (`schemas/oplog_vN.avsc`) and resolves it t
 schema, so logs written years ago stay replayable after the schema evolves, and a record written
 by a newer, unknown schema is refused loudly instead of being misread.
 
-Why explicit converters per op type instead of a generic dataclass walk: they are the hot path of
-every write and of every replay, and they pin the mapping between the Python field and the Avro
-field by name so renaming a Python class cannot silently change the wire format.
+Bodies are converted by one walk over each op dataclass's fields, chosen once per type at import
+from the field's annotation (an ID, IDs, per-origin IDs, entry fields: `_BY_ANNOTATION`), so a
+new op type needs its schema branch and nothing here. The Avro record name is the Python class
+name and the Avro field names are the dataclass's: renaming either changes the wire format, so
+this module checks at import that the current schema's body branches are exactly the op types of
+`streams.crdt.ops` (and tests/unit/test_codec.py pins the fingerprint of every shipped schema).
 
 IDs (`StreamID`, unsigned 64-bit in Redis) are stored as Avro `long` with the same two's-complement
 bit pattern: values >= 2^63 are written as `value - 2^64` and mapped back on read (see the schema's
@@ -33,9 +36,11 @@ from streams.crdt.ops import (
     REPLICATED_TYPES,
     Body,
     EntryRef,
+    LocalBody,
     LocalOp,
     Op,
     OriginIds,
+    ReplicatedBody,
     Vector,
 )
 from streams.ids import U64_MAX, StreamID
@@ -254,11 +259,11 @@ def from_datum(d: Datum) -> Record:
     body = _body_in(body_type, body_datum)
     kind = d["kind"]
     if kind == "op":
-        if not isinstance(body, REPLICATED_TYPES):
+        if not isinstance(body, ReplicatedBody):
             raise DecodeError(f"replicated op record carries the local body {type(body).__name__}")
         return Op(d["origin"], d["seq"], _vector_in(d["ctx"]), d["ts_ms"], body)
     if kind == "local":
-        if not isinstance(body, LOCAL_TYPES):
+        if not isinstance(body, LocalBody):
             raise DecodeError(f"local op record carries the replicated body {type(body).__name__}")
         return LocalOp(d["origin"], d["seq"], d["ts_ms"], body, _vector_in(d["ctx"]))
     raise DecodeError(f"op-log record with unknown kind {kind!r}")
@@ -372,6 +377,20 @@ class Codec:
 
 
 CURRENT_SCHEMA: Schema = _read_package_schema("oplog.avsc")
+
+
+def _check_body_branches(schema: Schema) -> None:
+    """The schema's `body` union names exactly the op types (`_BY_NAME`), in any order."""
+    body = next((f for f in schema["fields"] if f["name"] == "body"), None)
+    branches = {_NAMESPACE + b["name"] for b in body["type"]} if body is not None else set()
+    if branches != set(_BY_NAME):
+        raise RuntimeError(
+            f"oplog.avsc's body branches {sorted(branches)} are not the op types of "
+            f"streams.crdt.ops {sorted(_BY_NAME)}"
+        )
+
+
+_check_body_branches(CURRENT_SCHEMA)
 DEFAULT_CODEC = Codec(CURRENT_SCHEMA, known_schemas())
 
 SCHEMA_FINGERPRINT: str = DEFAULT_CODEC.fingerprint_hex

@@ -37,6 +37,8 @@ from itertools import compress, islice
 from operator import eq
 from typing import Final
 
+from streams.numbers import string2ll
+
 MAX_INLINE: Final = 64 * 1024
 """PROTO_INLINE_MAX_SIZE: the longest inline line or header line."""
 MAX_MULTIBULK: Final = 2**31 - 1
@@ -58,21 +60,6 @@ class ProtocolError(Exception):
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
         self.reply = _PREFIX + detail
-
-
-def _string2ll(raw: bytes) -> int | None:
-    """Redis's string2ll: an optional '-', then digits without a leading zero, int64 range."""
-    digits = raw[1:] if raw[:1] == b"-" else raw
-    if (
-        not digits.isdigit()  # bytes.isdigit: ASCII only, False when empty
-        or len(raw) >= 21
-        or (digits[0] == 0x30 and len(raw) > 1)
-    ):
-        return None
-    value = int(raw)
-    if not -(2**63) <= value < 2**63:
-        return None
-    return value
 
 
 def split_args(line: bytes) -> list[bytes] | None:
@@ -265,7 +252,7 @@ class RequestParser:
                     if cr + 1 >= n:  # the byte after '\r' is not here yet
                         self._need = n - pos + 1
                         return pos
-                    count = _string2ll(buf[pos + 1 : cr])
+                    count = string2ll(buf[pos + 1 : cr])
                     if count is None or count > self._max_multibulk:
                         raise ProtocolError("invalid multibulk length")
                     pos = cr + 2

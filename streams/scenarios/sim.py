@@ -2,7 +2,8 @@
 
 Each region keeps the replicated ops it issued, like its `<region>.oplog`; a sync delivers the
 origins' logs among the chosen regions (duplicates are dropped by causal delivery), after first
-having each region log its held-back consecutive-XACK effects, as DESIGN section 10's sync() does.
+having each region log its held-back consecutive-XACK effects, as
+`LocalTopology.sync()` does (docs/architecture.md, "Other runtime facts").
 """
 
 from __future__ import annotations

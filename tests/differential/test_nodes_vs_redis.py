@@ -11,8 +11,8 @@ byte for byte, and after every step the whole `XINFO STREAM key` (radix-tree-key
 radix-tree-nodes included) and the entries.
 
 One known deviation is avoided, not compared: a stream emptied by XDEL / XTRIM disappears in our
-model while Redis keeps an empty stream (DESIGN section 3), so when Redis holds an empty stream
-the key is deleted on both sides.
+model while Redis keeps an empty stream (README.md, "Differences from open-source Redis 7"), so
+when Redis holds an empty stream the key is deleted on both sides.
 """
 
 from __future__ import annotations

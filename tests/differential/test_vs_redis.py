@@ -1,4 +1,4 @@
-"""Single-region behaviour equals open-source Redis 7.0, byte for byte (DESIGN section 12).
+"""Single-region behaviour equals open-source Redis 7.0, byte for byte.
 
 Hypothesis generates command sequences over three keys from the single-region subset (XADD with
 explicit, millisecond-only and `ms-*` IDs, NOMKSTREAM, MAXLEN / MINID with `=` and `~`, LIMIT;
@@ -10,10 +10,11 @@ hold the same entries in every key (XRANGE key - +).
 
 Known deviations, and exactly what the test does about them:
 
-- Empty streams. In our model a key exists iff it has an entry or a group (DESIGN section 3), so
-  a stream emptied by XDEL, XTRIM or MAXLEN 0 disappears, while Redis keeps an empty stream (its
-  last ID included, which our model also keeps for ID generation). For a key that Redis holds as
-  an empty stream (EXISTS 1 and XLEN 0 after the previous step):
+- Empty streams. In our model a key exists iff it has an entry or a group (README.md,
+  "Differences from open-source Redis 7"), so a stream emptied by XDEL, XTRIM or MAXLEN 0
+  disappears, while Redis keeps an empty stream (its last ID included, which our model also
+  keeps for ID generation). For a key that Redis holds as an empty stream (EXISTS 1 and XLEN 0
+  after the previous step):
   * EXISTS and DEL: Redis counts the key, we do not; the test adds those keys to our count
     before comparing.
   * TYPE: Redis answers `stream`, we answer `none`; the test checks exactly that.

@@ -1,4 +1,4 @@
-"""Causal delivery with duplicate drop (DESIGN section 4)."""
+"""Causal delivery with duplicate drop (docs/architecture.md, "Replicated state")."""
 
 from __future__ import annotations
 

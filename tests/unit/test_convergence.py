@@ -1,4 +1,4 @@
-"""Convergence of three regions under any delivery order (DESIGN sections 3, 4, 6 and 12).
+"""Convergence of three regions under any delivery order (docs/architecture.md, "Replicated state").
 
 Hypothesis draws histories of commands issued in three strict-mode regions (XADD with `*` and
 millisecond-only IDs, XDEL of IDs the region sees, XTRIM MAXLEN / MINID, DEL, XGROUP CREATE ...

@@ -1,6 +1,6 @@
 """Consumer-group commands over pure regions: replies, ops, PEL, consumers, errors, and the
-multi-region rules of DESIGN section 7 (replicated existence, local PEL, `>` never skips,
-consecutive-XACK effects)."""
+multi-region rules of docs/architecture.md, "Replicated state" (replicated existence, local PEL,
+`>` never skips, consecutive-XACK effects)."""
 
 from __future__ import annotations
 

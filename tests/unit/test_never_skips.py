@@ -1,5 +1,6 @@
 """Property: XREADGROUP `>` in a region never skips an entry that stays in the stream, whatever
-the other regions write and in whatever order their ops arrive (DESIGN section 7)."""
+the other regions write and in whatever order their ops arrive
+(docs/architecture.md, "Replicated state")."""
 
 from __future__ import annotations
 
