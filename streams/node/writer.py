@@ -21,6 +21,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from streams.crdt import ops
 from streams.ops.codec import encode, headers
+from topology import kafka
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,9 @@ class WriterFenced(WriterError):
     """Another writer took over this region; this one must never write again."""
 
 
-MAX_RECORD_BYTES = int(os.environ.get("STREAMS_MAX_RECORD_BYTES", 64 * 1024 * 1024))
-"""The largest op record the writer sends (the broker and the mirror must accept it too)."""
+MAX_RECORD_BYTES = int(os.environ.get("STREAMS_MAX_RECORD_BYTES", kafka.MAX_RECORD_BYTES))
+"""The largest op record the writer sends (`topology.kafka.MAX_RECORD_BYTES`, which brokers,
+mirrors and readers accept; the environment variable lowers it for tests)."""
 
 
 def transactional_id(region_name: str) -> str:

@@ -1,14 +1,12 @@
 """Kafka access for the pipeline: find the op-log partitions, resolve offsets, read a range.
 
 Runs on the driver (planning: topics, earliest/latest/timestamp offsets) and on the executors
-(reading one offset range with confluent-kafka). The rules every op-log reader follows here
-(DESIGN section 9, and topology/kafka.py for the node's readers):
+(reading one offset range with confluent-kafka). It reads op logs by the rules every reader
+follows (`topology.kafka`, whose `consumer_config` it uses: assign() at explicit offsets,
+read_committed, partition-EOF events, fetch sizes that take the largest record):
 
-- `fetch.wait.max.ms` of at least 500 ms: the embedded Tansu broker's per-fetch cost grows with the
-  number of record batches in a partition and it answers with nothing at all when the wait runs
-  out first, so a short wait can make a large topic unreadable.
-- fetch sizes of 64 MB and more (one op record may be that large), `read_committed`.
-- `assign()` at explicit offsets, never a consumer group.
+- `fetch.wait.max.ms` of at least 500 ms: a batch job reads large backlogs, and the embedded Tansu
+  broker answers with nothing at all when the wait runs out before it assembled the fetch.
 - The end of a partition is what a partition-EOF event reports, never the high watermark (Tansu
   reports the last batch's base offset + 1). Transaction control records take offsets that are
   never delivered, so reading a range `[start, end)` stops when the next offset reaches `end`, or
@@ -21,13 +19,12 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from streams.pipeline.options import EARLIEST, LATEST, Offsets, SourceOptions
+from topology import kafka
 
-MAX_RECORD_BYTES = 64 * 1024 * 1024
 _kafka_log = logging.getLogger("streams.pipeline.kafka")
 
 
@@ -53,23 +50,18 @@ class Range:
         return max(0, self.end - self.start)
 
 
-def consumer_config(opts: SourceOptions, purpose: str) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": opts.bootstrap,
-        "group.id": f"streams-pipeline-{purpose}",  # required by librdkafka, never joined
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "enable.partition.eof": True,
-        "isolation.level": "read_committed",
-        "auto.offset.reset": "error" if opts.fail_on_data_loss else "earliest",
-        "fetch.wait.max.ms": max(500, opts.fetch_wait_ms),
-        "fetch.max.bytes": 2 * MAX_RECORD_BYTES,
-        "max.partition.fetch.bytes": 2 * MAX_RECORD_BYTES,
-        "receive.message.max.bytes": 2 * MAX_RECORD_BYTES + 1024 * 1024,
-        "socket.timeout.ms": 30000,
-        "logger": _kafka_log,
-        "log_level": 3,
-    }
+def consumer_config(opts: SourceOptions, purpose: str) -> dict[str, object]:
+    """`topology.kafka.consumer_config`, with the pipeline's data-loss rule and log."""
+    return kafka.consumer_config(
+        opts.bootstrap,
+        f"streams-pipeline-{purpose}",
+        max(500, opts.fetch_wait_ms),
+        **{
+            "auto.offset.reset": "error" if opts.fail_on_data_loss else "earliest",
+            "socket.timeout.ms": 30000,
+            "logger": _kafka_log,
+        },
+    )
 
 
 # --- planning (driver) ---------------------------------------------------------------------
