@@ -8,21 +8,16 @@ differential test.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from differential.redis_server import RedisServer, find_redis_server
+from differential.redis_server import RedisServer, require_redis_server
 
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
-    if find_redis_server() is None:
-        reason = "redis-server is not on PATH (install the Debian package redis-server)"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason}; CI is set, so the differential test must run", pytrace=False)
-        pytest.skip(reason)
+    require_redis_server()
     server = RedisServer()
     server.start()
     try:

@@ -1,22 +1,22 @@
-"""A throw-away real `redis-server` for differential tests, and a raw RESP2 connection to it.
+"""A throw-away real `redis-server` for differential tests.
 
 `RedisServer` starts the Debian `redis-server` on a free loopback port in a temporary directory
-(no persistence), waits until PING answers and always kills the process on exit. `RawConnection`
-sends one command as a RESP2 array of bulk strings and returns the exact bytes of the one reply,
-so the test can compare them byte for byte with `streams.resp.encode.encode(reply, 2)`.
+(no persistence), waits until PING answers and always kills the process on exit; `connect` gives
+a `support.RawClient`, whose `call` returns the exact bytes of one reply, so the test can compare
+them byte for byte with `streams.resp.encode.encode(reply, 2)`.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from types import TracebackType
 
-import hiredis
+import pytest
+from support import RawClient, free_port
 
 START_TIMEOUT_S = 10.0
 
@@ -25,46 +25,15 @@ def find_redis_server() -> str | None:
     return shutil.which("redis-server")
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def encode_command(args: list[bytes]) -> bytes:
-    out = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        out.append(b"$%d\r\n%s\r\n" % (len(arg), arg))
-    return b"".join(out)
-
-
-_INCOMPLETE = object()
-
-
-class RawConnection:
-    """One blocking TCP connection; one command in flight at a time."""
-
-    def __init__(self, port: int, timeout_s: float = 10.0) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
-
-    def call(self, args: list[bytes]) -> bytes:
-        """Send one command; return the raw bytes of its complete reply."""
-        self.sock.sendall(encode_command(args))
-        reader = hiredis.Reader(notEnoughData=_INCOMPLETE)
-        received = bytearray()
-        while True:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                raise ConnectionError("redis-server closed the connection")
-            received += chunk
-            reader.feed(chunk)
-            if reader.gets() is not _INCOMPLETE:
-                # Nothing is pipelined, so everything received is this one reply.
-                return bytes(received)
-
-    def close(self) -> None:
-        self.sock.close()
+def require_redis_server() -> None:
+    """Skip the calling test or fixture when redis-server is missing, except under CI (the `CI`
+    environment variable set), where that fails it: CI must really run the differential tests."""
+    if find_redis_server() is not None:
+        return
+    reason = "redis-server is not on PATH (install the Debian package redis-server)"
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI is set, so the differential test must run", pytrace=False)
+    pytest.skip(reason)
 
 
 class RedisServer:
@@ -112,7 +81,7 @@ class RedisServer:
                     f"redis-server exited with {self.process.returncode}: {_tail(log)}"
                 )
             try:
-                conn = RawConnection(self.port, timeout_s=1.0)
+                conn = RawClient(self.port, timeout_s=1.0)
             except OSError:
                 time.sleep(0.05)
                 continue
@@ -137,8 +106,8 @@ class RedisServer:
                 return line.split(":", 1)[1].strip()
         return "unknown"
 
-    def connect(self) -> RawConnection:
-        return RawConnection(self.port)
+    def connect(self) -> RawClient:
+        return RawClient(self.port)
 
     def stop(self) -> None:
         if self.process is not None:

@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from support import RawClient
 
-from differential.redis_server import RawConnection, RedisServer
+from differential.redis_server import RedisServer
 from streams.commands.execute import run
 from streams.crdt.region import Region
 from streams.ids import IdMode
@@ -188,7 +189,7 @@ def _clock_normaliser(args: list[bytes]) -> Callable[[Any], Any] | None:
 class Pair:
     """One redis-server database and one region, fed the same commands."""
 
-    def __init__(self, conn: RawConnection, proto: int = 2) -> None:
+    def __init__(self, conn: RawClient, proto: int = 2) -> None:
         self.redis = conn
         self.proto = proto
         assert self.redis.call([b"FLUSHALL"]) == b"+OK\r\n"

@@ -59,12 +59,13 @@ import hiredis
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from support import RawClient
 
 from streams import errors
 from streams.ids import U64_MAX, StreamID
 from topology.local import LocalTopology
 
-from .redis_server import RawConnection, RedisServer
+from .redis_server import RedisServer
 from .strategies import rarely as _rarely
 from .strategies import weighted
 
@@ -605,7 +606,7 @@ def clock_values(args: list[bytes], reply: Value) -> list[Value]:
 # --- one side: a connection and what we know about its keys -------------------------------------
 
 
-def query(conn: RawConnection, args: list[bytes]) -> Any:
+def query(conn: RawClient, args: list[bytes]) -> Any:
     reader = hiredis.Reader()
     reader.feed(conn.call(args))
     return reader.gets()
@@ -626,8 +627,8 @@ def id_text(sid: StreamID) -> bytes:
 @dataclass
 class Side:
     name: str
-    conn: RawConnection  # the example's connection, RESP2 or RESP3
-    probe: RawConnection  # RESP2, for looking at state
+    conn: RawClient  # the example's connection, RESP2 or RESP3
+    probe: RawClient  # RESP2, for looking at state
     cache: dict[bytes, tuple[list[StreamID], StreamID | None]] = field(default_factory=dict)
 
     def state(self, key: bytes) -> tuple[list[StreamID], StreamID | None]:
@@ -887,8 +888,8 @@ def node_port() -> Iterator[int]:
 
 
 @pytest.fixture(scope="module")
-def probes(redis_server: RedisServer, node_port: int) -> Iterator[tuple[RawConnection, ...]]:
-    conns = (RawConnection(node_port), redis_server.connect())
+def probes(redis_server: RedisServer, node_port: int) -> Iterator[tuple[RawClient, ...]]:
+    conns = (RawClient(node_port), redis_server.connect())
     try:
         yield conns
     finally:
@@ -908,13 +909,13 @@ def probes(redis_server: RedisServer, node_port: int) -> Iterator[tuple[RawConne
 def test_node_replies_equal_redis_byte_for_byte(
     redis_server: RedisServer,
     node_port: int,
-    probes: tuple[RawConnection, RawConnection],
+    probes: tuple[RawClient, RawClient],
     history: list[Command],
     proto: int,
 ) -> None:
     run_id = next(_examples)
     keys = [b"n%d.%d:k%d" % (int(time.time()), run_id, i) for i in range(NKEYS + 1)]
-    node_conn, redis_conn = RawConnection(node_port), redis_server.connect()
+    node_conn, redis_conn = RawClient(node_port), redis_server.connect()
     try:
         if proto == 3:
             for conn in (node_conn, redis_conn):
@@ -959,7 +960,7 @@ SUBCOMMAND_CASES: list[list[bytes]] = [
 def _quoting_diffs(
     node_port: int, redis_server: RedisServer, cases: list[list[bytes]]
 ) -> list[str]:
-    node, redis = RawConnection(node_port), redis_server.connect()
+    node, redis = RawClient(node_port), redis_server.connect()
     wrong: list[str] = []
     try:
         for i, case_args in enumerate(cases):

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import RawClient
 
 from streams.commands.execute import run
 from streams.crdt.entries import node_limits, set_node_limits
@@ -30,7 +31,7 @@ from streams.crdt.region import Region
 from streams.ids import IdMode
 from streams.resp.encode import encode
 
-from .redis_server import RawConnection, RedisServer
+from .redis_server import RedisServer
 
 pytestmark = pytest.mark.redis
 
@@ -38,7 +39,7 @@ KEY = b"s"
 
 
 @pytest.fixture
-def conn(redis_server: RedisServer) -> Iterator[RawConnection]:
+def conn(redis_server: RedisServer) -> Iterator[RawClient]:
     """A connection to the session's redis-server; the node limits are restored on both sides."""
     connection = redis_server.connect()
     saved = node_limits()
@@ -57,7 +58,7 @@ def conn(redis_server: RedisServer) -> Iterator[RawConnection]:
 class Pair:
     """The same commands on our region and on redis-server."""
 
-    def __init__(self, conn: RawConnection) -> None:
+    def __init__(self, conn: RawClient) -> None:
         self.conn = conn
         self.region = Region(1, IdMode.LIBERAL)
         self.top = (1, 0)
@@ -173,7 +174,7 @@ def _apply(pair: Pair, item: tuple) -> None:  # type: ignore[type-arg]
 )
 @given(history=st.lists(step, min_size=30, max_size=150))
 def test_node_layout_and_approximate_trims_equal_redis(
-    conn: RawConnection, history: list[tuple]  # type: ignore[type-arg]
+    conn: RawClient, history: list[tuple]  # type: ignore[type-arg]
 ) -> None:
     conn.call([b"FLUSHALL"])
     for name, v in ((b"stream-node-max-bytes", 4096), (b"stream-node-max-entries", 100)):
@@ -184,7 +185,7 @@ def test_node_layout_and_approximate_trims_equal_redis(
         _apply(pair, item)
 
 
-def test_sixty_large_entries_trim_like_redis(conn: RawConnection) -> None:
+def test_sixty_large_entries_trim_like_redis(conn: RawClient) -> None:
     """The issue's case: 100-byte values fill a 4096-byte node after 36 entries (Redis trims 36
     with `MAXLEN ~ 1`; a model of 100 live entries per node trimmed none)."""
     pair = Pair(conn)
@@ -194,7 +195,7 @@ def test_sixty_large_entries_trim_like_redis(conn: RawConnection) -> None:
     pair.check()
 
 
-def test_many_nodes_and_deletes_keep_the_radix_tree_shape(conn: RawConnection) -> None:
+def test_many_nodes_and_deletes_keep_the_radix_tree_shape(conn: RawClient) -> None:
     """Thousands of entries over many nodes, some nodes emptied by XDEL, trimmed from the head:
     radix-tree-nodes follows Redis's tree through inserts and removals."""
     pair = Pair(conn)

@@ -46,6 +46,7 @@ from typing import NoReturn
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import RawClient
 
 from streams import errors
 from streams.commands.execute import run
@@ -53,7 +54,7 @@ from streams.crdt.region import Region
 from streams.ids import U64_MAX, IdMode, StreamID, parse_id
 from streams.resp.encode import encode
 
-from .redis_server import RawConnection, RedisServer
+from .redis_server import RedisServer
 from .strategies import rarely, weighted
 
 KEYS = (b"k1", b"k2", b"k3")
@@ -324,7 +325,7 @@ command: st.SearchStrategy[Command] = weighted(
 
 @dataclass
 class Differential:
-    conn: RawConnection
+    conn: RawClient
     region: Region = field(default_factory=lambda: Region(1, IdMode.LIBERAL))
     husks: set[bytes] = field(default_factory=set)
     last_added: dict[bytes, StreamID] = field(default_factory=dict)

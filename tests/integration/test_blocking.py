@@ -8,65 +8,20 @@ exact reply bytes (`*-1` in RESP2, `_` in RESP3). The count of blocked clients i
 
 from __future__ import annotations
 
-import select
-import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
-import hiredis
 import pytest
 import redis
+from support import RawClient, wait_until
 
 from topology.local import LocalTopology
-
-_MORE = object()
 
 
 @pytest.fixture(scope="module")
 def topo() -> Iterator[LocalTopology]:
     with LocalTopology(regions=2, manual_sync=True) as topology:
         yield topology
-
-
-class Raw:
-    """One client connection that sends raw bytes and reads whole replies."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=15)
-        self.reader = hiredis.Reader(notEnoughData=_MORE)
-        self.raw = bytearray()
-
-    def send(self, *args: bytes | str) -> None:
-        parts = [a.encode() if isinstance(a, str) else a for a in args]
-        self.sock.sendall(
-            b"*%d\r\n" % len(parts) + b"".join(b"$%d\r\n%s\r\n" % (len(p), p) for p in parts)
-        )
-
-    def ready(self, wait: float) -> bool:
-        """Whether reply bytes arrive within `wait` seconds."""
-        return bool(select.select([self.sock], [], [], wait)[0])
-
-    def replies(self, count: int = 1) -> tuple[list[object], bytes]:
-        """The next `count` replies, parsed and as the exact bytes received."""
-        got: list[object] = []
-        self.raw.clear()
-        while len(got) < count:
-            reply = self.reader.gets()
-            if reply is not _MORE:
-                got.append(reply)
-                continue
-            chunk = self.sock.recv(1 << 20)
-            if not chunk:
-                raise ConnectionError("the node closed the connection")
-            self.raw += chunk
-            self.reader.feed(chunk)
-        return got, bytes(self.raw)
-
-    def reply(self) -> object:
-        return self.replies(1)[0][0]
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def info(client: redis.Redis) -> dict[bytes, object]:
@@ -80,19 +35,12 @@ def blocked(client: redis.Redis) -> int:
     return value
 
 
-def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.01)
-
-
 def test_block_timeout_answers_the_resp2_null_array_after_the_timeout(
     topo: LocalTopology,
 ) -> None:
     c = topo.client(1)
     c.xgroup_create("timeouts", "g", "$", mkstream=True)
-    raw = Raw(topo.ports[1])
+    raw = RawClient(topo.ports[1], timeout_s=15)
     for request in (
         ("XREAD", "BLOCK", "100", "STREAMS", "nothing-here", "$"),
         ("XREADGROUP", "GROUP", "g", "alice", "BLOCK", "100", "STREAMS", "timeouts", ">"),
@@ -108,7 +56,7 @@ def test_block_timeout_answers_the_resp2_null_array_after_the_timeout(
 
 
 def test_block_timeout_answers_the_resp3_null(topo: LocalTopology) -> None:
-    raw = Raw(topo.ports[1])
+    raw = RawClient(topo.ports[1], timeout_s=15)
     raw.send("HELLO", "3")
     raw.reply()
     raw.send("XREAD", "BLOCK", "50", "STREAMS", "nothing-here", "$")
@@ -118,9 +66,9 @@ def test_block_timeout_answers_the_resp3_null(topo: LocalTopology) -> None:
 
 def test_block_0_waits_until_a_local_xadd(topo: LocalTopology) -> None:
     c = topo.client(1)
-    raw = Raw(topo.ports[1])
+    raw = RawClient(topo.ports[1], timeout_s=15)
     raw.send("XREAD", "BLOCK", "0", "STREAMS", "forever", "$")
-    eventually(lambda: blocked(c) == 1)
+    wait_until(lambda: blocked(c) == 1)
     assert not raw.ready(0.3)
     sid = c.xadd("forever", {"f": "v"})
     assert raw.reply() == [[b"forever", [[sid, [b"f", b"v"]]]]]
@@ -133,9 +81,9 @@ def test_dollar_means_entries_after_the_last_id_when_the_call_was_made(
 ) -> None:
     c = topo.client(1)
     c.xadd("dollar", {"n": "1"})
-    raw = Raw(topo.ports[1])
+    raw = RawClient(topo.ports[1], timeout_s=15)
     raw.send("XREAD", "BLOCK", "0", "STREAMS", "dollar", "$")
-    eventually(lambda: blocked(c) == 1)
+    wait_until(lambda: blocked(c) == 1)
     second = c.xadd("dollar", {"n": "2"})
     third = c.xadd("dollar", {"n": "3"})
     reply = raw.reply()
@@ -147,13 +95,13 @@ def test_dollar_means_entries_after_the_last_id_when_the_call_was_made(
 
 def test_several_blocked_clients_on_one_key_all_wake(topo: LocalTopology) -> None:
     c = topo.client(1)
-    clients = [Raw(topo.ports[1]) for _ in range(5)]
+    clients = [RawClient(topo.ports[1], timeout_s=15) for _ in range(5)]
     for i, raw in enumerate(clients):
         if i % 2:
             raw.send("XREAD", "BLOCK", "0", "STREAMS", "many", "$")
         else:
             raw.send("XREAD", "COUNT", "10", "BLOCK", "5000", "STREAMS", "other", "many", "$", "$")
-    eventually(lambda: blocked(c) == 5)
+    wait_until(lambda: blocked(c) == 5)
     sid = c.xadd("many", {"f": "v"})
     for raw in clients:
         assert raw.reply() == [[b"many", [[sid, [b"f", b"v"]]]]]
@@ -164,14 +112,14 @@ def test_several_blocked_clients_on_one_key_all_wake(topo: LocalTopology) -> Non
 def test_a_client_disconnecting_while_blocked_leaves_no_waiter(topo: LocalTopology) -> None:
     c = topo.client(1)
     c.xgroup_create("leaving", "g", "$", mkstream=True)
-    reader = Raw(topo.ports[1])
+    reader = RawClient(topo.ports[1], timeout_s=15)
     reader.send("XREAD", "BLOCK", "0", "STREAMS", "leaving", "$")
-    grouped = Raw(topo.ports[1])
+    grouped = RawClient(topo.ports[1], timeout_s=15)
     grouped.send("XREADGROUP", "GROUP", "g", "ghost", "BLOCK", "0", "STREAMS", "leaving", ">")
-    eventually(lambda: blocked(c) == 2)
+    wait_until(lambda: blocked(c) == 2)
     reader.close()
     grouped.close()
-    eventually(lambda: blocked(c) == 0, timeout=5)
+    wait_until(lambda: blocked(c) == 0, timeout=5)
     c.xadd("leaving", {"f": "v"})
     # the group's entry was not delivered to the consumer that left
     assert c.xpending("leaving", "g")["pending"] == 0
@@ -181,11 +129,11 @@ def test_a_client_disconnecting_while_blocked_leaves_no_waiter(topo: LocalTopolo
 def test_xreadgroup_gt_block_gets_entries_that_arrive_later(topo: LocalTopology) -> None:
     c = topo.client(1)
     c.xgroup_create("later", "g", "$", mkstream=True)
-    raw = Raw(topo.ports[1])
+    raw = RawClient(topo.ports[1], timeout_s=15)
     raw.send(
         "XREADGROUP", "GROUP", "g", "alice", "COUNT", "5", "BLOCK", "0", "STREAMS", "later", ">"
     )
-    eventually(lambda: blocked(c) == 1)
+    wait_until(lambda: blocked(c) == 1)
     assert not raw.ready(0.2)
     sid = c.xadd("later", {"job": "1"})
     assert raw.reply() == [[b"later", [[sid, [b"job", b"1"]]]]]
@@ -198,10 +146,10 @@ def test_replies_around_a_blocked_read_keep_their_order(topo: LocalTopology) -> 
     """`PING; XREAD BLOCK 0; PING` in one packet: the first PONG comes at once, the second only
     after the blocked read was answered."""
     c = topo.client(1)
-    raw = Raw(topo.ports[1])
+    raw = RawClient(topo.ports[1], timeout_s=15)
     raw.sock.sendall(b"PING\r\nXREAD BLOCK 0 STREAMS ordered $\r\nPING\r\n")
     assert raw.reply() == b"PONG"
-    eventually(lambda: blocked(c) == 1)
+    wait_until(lambda: blocked(c) == 1)
     assert not raw.ready(0.2)
     sid = c.xadd("ordered", {"f": "v"})
     replies, _ = raw.replies(2)
@@ -211,10 +159,10 @@ def test_replies_around_a_blocked_read_keep_their_order(topo: LocalTopology) -> 
 
 def test_the_timeout_holds_while_other_keys_change(topo: LocalTopology) -> None:
     c = topo.client(1)
-    raw = Raw(topo.ports[1])
+    raw = RawClient(topo.ports[1], timeout_s=15)
     started = time.monotonic()
     raw.send("XREAD", "BLOCK", "300", "STREAMS", "quiet", "$")
-    eventually(lambda: blocked(c) == 1)
+    wait_until(lambda: blocked(c) == 1)
     for _ in range(5):
         c.xadd("noisy", {"f": "v"})
     assert raw.replies()[1] == b"*-1\r\n"
@@ -224,9 +172,9 @@ def test_the_timeout_holds_while_other_keys_change(topo: LocalTopology) -> None:
 
 def test_a_blocked_read_in_r2_wakes_on_an_entry_replicated_from_r1(topo: LocalTopology) -> None:
     c1, c2 = topo.client(1), topo.client(2)
-    raw = Raw(topo.ports[2])
+    raw = RawClient(topo.ports[2], timeout_s=15)
     raw.send("XREAD", "BLOCK", "0", "STREAMS", "from-r1", "$")
-    eventually(lambda: blocked(c2) == 1)
+    wait_until(lambda: blocked(c2) == 1)
     sid = c1.xadd("from-r1", {"origin": "r1"})
     assert not raw.ready(0.2)  # manual sync: nothing replicated yet
     topo.sync()
@@ -242,11 +190,11 @@ def test_with_replication_running_blocked_reads_in_r2_wake_on_r1_xadds(
     c2.xgroup_create("live", "g", "$", mkstream=True)
     topo.sync()
     topo.resume()
-    reader = Raw(topo.ports[2])
+    reader = RawClient(topo.ports[2], timeout_s=15)
     reader.send("XREAD", "BLOCK", "0", "STREAMS", "live", "$")
-    grouped = Raw(topo.ports[2])
+    grouped = RawClient(topo.ports[2], timeout_s=15)
     grouped.send("XREADGROUP", "GROUP", "g", "bob", "BLOCK", "0", "STREAMS", "live", ">")
-    eventually(lambda: blocked(c2) == 2)
+    wait_until(lambda: blocked(c2) == 2)
     started = time.monotonic()
     sid = c1.xadd("live", {"origin": "r1"})
     expected = [[b"live", [[sid, [b"origin", b"r1"]]]]]

@@ -1,15 +1,12 @@
 """The op-log codec: exact round trips of every op type, the single-object framing, refusal of
-anything that is not a record we can read, and schema evolution in both directions.
-
-Run as a script (`python tests/unit/test_codec.py`) to print encode/decode throughput; the tests
-assert no speed.
+anything that is not a record we can read, and schema evolution in both directions. (The codec's
+speed is measured by `python -m bench.micro`, not here.)
 """
 
 from __future__ import annotations
 
 import io
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -494,32 +491,3 @@ def test_schema_files_are_valid_json_records() -> None:
     for path in [*_versions(), PACKAGE_SCHEMAS.parent / "oplog.avsc", DATA / "oplog_v2.avsc"]:
         schema = json.loads(path.read_text())
         assert schema["type"] == "record" and schema["namespace"] == "streams.ops"
-
-
-# --- throughput (printed, never asserted) --------------------------------------------------
-
-
-def bench(n: int = 100_000, rounds: int = 3) -> str:
-    """Best of `rounds`: shared machines are noisy and the best run is the codec's own cost."""
-    ops = [_sample_xadd(i) for i in range(1, n + 1)]
-    enc_s = dec_s = float("inf")
-    encoded: list[bytes] = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        encoded = [encode(op) for op in ops]
-        t1 = time.perf_counter()
-        decoded = [decode(data) for data in encoded]
-        t2 = time.perf_counter()
-        assert decoded == ops
-        enc_s, dec_s = min(enc_s, t1 - t0), min(dec_s, t2 - t1)
-    size = sum(map(len, encoded)) / n
-    return (
-        f"{n} XAdd ops, 2 fields, 2-region ctx, {size:.1f} bytes each (best of {rounds}): "
-        f"encode {n / enc_s:,.0f}/s ({enc_s / n * 1e6:.1f} us), "
-        f"decode {n / dec_s:,.0f}/s ({dec_s / n * 1e6:.1f} us), "
-        f"encode+decode {n / (enc_s + dec_s):,.0f} ops/s"
-    )
-
-
-if __name__ == "__main__":
-    print(bench())

@@ -10,7 +10,8 @@ from typing import Any, TypeVar
 
 import hiredis
 import pytest
-from differential.redis_server import RawConnection, RedisServer, find_redis_server
+from differential.redis_server import RedisServer, require_redis_server
+from support import RawClient
 
 import streams.node.node as node_module
 from streams import errors
@@ -456,8 +457,7 @@ SAME_AS_REDIS: list[list[bytes]] = [
 @pytest.fixture(scope="module")
 def auth_server() -> Iterator[RedisServer]:
     """A redis-server of our own with `requirepass secret` and a user alice/pw."""
-    if find_redis_server() is None:
-        pytest.skip("redis-server is not on PATH")
+    require_redis_server()  # CI never skips it
     server = RedisServer()
     server.start()
     try:
@@ -474,7 +474,7 @@ def _same(
     node: RegionNode, server: RedisServer, script: list[list[bytes]], flush: bool = False
 ) -> None:
     ours = Client(node)
-    theirs: RawConnection = server.connect()
+    theirs: RawClient = server.connect()
     try:
         if flush:  # the node starts empty; the session's redis-server holds what others left
             assert theirs.call([b"FLUSHALL"]) == b"+OK\r\n"
@@ -528,6 +528,7 @@ def test_transaction_replies_match_redis(redis_server: RedisServer) -> None:
     )
 
 
+@pytest.mark.redis
 def test_auth_replies_match_redis(auth_server: RedisServer) -> None:
     _same(
         make_node("secret", ["alice:pw"]),

@@ -180,7 +180,8 @@ def test_xadd_with_trimming_logs_the_entry_then_the_trim() -> None:
 
 def test_xadd_on_a_stream_at_the_last_possible_id_is_exhausted() -> None:
     r = one()
-    assert reply(r, "XADD x 18446744073709551615-18446744073709551615 f v") is not None
+    last = b"18446744073709551615-18446744073709551615"
+    assert reply(r, "XADD x 18446744073709551615-18446744073709551615 f v") == last
     for line in ("XADD x * f v", "XADD x 18446744073709551615-* f v"):
         assert reply(r, line) == error(errors.STREAM_EXHAUSTED)
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import hiredis
 import pytest
-from differential.redis_server import RawConnection, RedisServer
+from differential.redis_server import RedisServer
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import RawClient
 
 from streams.commands import keyspace
 from streams.commands.execute import run
@@ -64,7 +65,7 @@ def test_glob_of_many_stars_does_not_recurse() -> None:
 
 
 @pytest.fixture
-def redis_db(redis_server: RedisServer) -> RawConnection:
+def redis_db(redis_server: RedisServer) -> RawClient:
     """A connection to the shared redis-server, on a database of its own (9), emptied."""
     conn = redis_server.connect()
     assert conn.call([b"SELECT", b"9"]) == b"+OK\r\n"
@@ -86,7 +87,7 @@ GLOB_PATTERNS = [c[0] for c in GLOB_CASES] + [
 ]
 
 
-def test_glob_agrees_with_redis_keys(redis_db: RawConnection) -> None:
+def test_glob_agrees_with_redis_keys(redis_db: RawClient) -> None:
     for key in GLOB_KEYS:
         assert redis_db.call([b"XADD", key, b"1-1", b"f", b"v"]).startswith(b"$")
     for pattern in GLOB_PATTERNS:
@@ -307,12 +308,12 @@ SAME_AS_REDIS = [
 
 
 @pytest.mark.parametrize("args", SAME_AS_REDIS, ids=[b" ".join(a).decode() for a in SAME_AS_REDIS])
-def test_keyspace_reply_matches_redis(redis_db: RawConnection, args: list[bytes]) -> None:
+def test_keyspace_reply_matches_redis(redis_db: RawClient, args: list[bytes]) -> None:
     ours = encode(run(Region(1, IdMode.LIBERAL), args, 0).reply, 2)
     assert ours == redis_db.call(args)
 
 
-def test_rename_replies_match_redis(redis_db: RawConnection) -> None:
+def test_rename_replies_match_redis(redis_db: RawClient) -> None:
     region = Region(1, IdMode.LIBERAL)
     script = [
         [b"XADD", b"s", b"1-1", b"f", b"v"],

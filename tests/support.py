@@ -1,0 +1,80 @@
+"""Helpers the tests share: a raw RESP client, waiting for a condition, free ports.
+
+`RawClient` speaks RESP over a plain socket and hands back the exact bytes of each reply (and
+hiredis's parse of them), so a test can compare a node with redis-server byte for byte, or watch
+when a reply arrives (a blocked XREAD). `wait_until` polls a condition with a deadline.
+`free_port` is `topology.ports.free_port`, the one the embedded topology uses.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import time
+from collections.abc import Callable
+
+import hiredis
+
+from topology.ports import free_port
+
+__all__ = ["RawClient", "encode_command", "free_port", "wait_until"]
+
+_MORE = object()
+
+
+def encode_command(args: list[bytes]) -> bytes:
+    """A request as clients write it: a RESP array of bulk strings."""
+    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
+
+
+def wait_until(
+    predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.01
+) -> None:
+    """Poll `predicate` until it holds; AssertionError once `timeout` seconds passed."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not reached within {timeout:g} s")
+        time.sleep(interval)
+
+
+class RawClient:
+    """One blocking TCP connection to a RESP server (a node or redis-server)."""
+
+    def __init__(self, port: int, timeout_s: float = 10.0) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
+        self._reader = hiredis.Reader(notEnoughData=_MORE)
+
+    def send(self, *args: bytes | str) -> None:
+        self.sock.sendall(encode_command([a.encode() if isinstance(a, str) else a for a in args]))
+
+    def ready(self, wait: float) -> bool:
+        """Whether reply bytes arrive within `wait` seconds."""
+        return bool(select.select([self.sock], [], [], wait)[0])
+
+    def replies(self, count: int = 1) -> tuple[list[object], bytes]:
+        """The next `count` replies, parsed, and the exact bytes received meanwhile."""
+        got: list[object] = []
+        raw = bytearray()
+        while len(got) < count:
+            reply = self._reader.gets()
+            if reply is not _MORE:
+                got.append(reply)
+                continue
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError("the server closed the connection")
+            raw += chunk
+            self._reader.feed(chunk)
+        return got, bytes(raw)
+
+    def reply(self) -> object:
+        return self.replies(1)[0][0]
+
+    def call(self, args: list[bytes]) -> bytes:
+        """Send one command; the raw bytes of its complete reply (nothing is pipelined)."""
+        self.send(*args)
+        return self.replies(1)[1]
+
+    def close(self) -> None:
+        self.sock.close()
