@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,23 +74,39 @@ def feed(tracker: EndTracker, event: Event) -> None:
         tracker.on_eof((topic, 0), offset)
 
 
-def test_caught_up_exactly_when_every_partition_reported_its_end_in_every_interleaving() -> None:
-    cases = 0
+def every_run(
+    make: Callable[[], EndTracker], expect: Callable[[list[Event]], bool]
+) -> Iterator[EndTracker]:
+    """Feeds a fresh tracker every interleaving of STREAM_A and STREAM_B, cut into consume()
+    batches every possible way; after each batch, caught_up() must equal expect(events so far).
+    Yields each tracker once fed everything."""
     for events in interleavings(STREAM_A, STREAM_B):
         for sizes in splits(len(events)):
-            tracker = EndTracker()
-            tracker.assign(("r1.oplog", 0), 0)
-            tracker.assign(("r2.oplog", 0), 0)
+            tracker = make()
             i = 0
             for size in sizes:
                 for event in events[i : i + size]:
                     feed(tracker, event)
                 i += size
-                seen = {e[1] for e in events[:i] if e[0] == "eof"}
-                assert tracker.caught_up() == (seen == {"r1.oplog", "r2.oplog"})
-            assert tracker.partitions[("r1.oplog", 0)].position == 6
-            assert tracker.partitions[("r2.oplog", 0)].position == 3
-            cases += 1
+                assert tracker.caught_up() == expect(events[:i]), events[:i]
+            yield tracker
+
+
+def test_caught_up_exactly_when_every_partition_reported_its_end_in_every_interleaving() -> None:
+    def make() -> EndTracker:
+        tracker = EndTracker()
+        tracker.assign(("r1.oplog", 0), 0)
+        tracker.assign(("r2.oplog", 0), 0)
+        return tracker
+
+    def both_eofs(seen: list[Event]) -> bool:
+        return {e[1] for e in seen if e[0] == "eof"} == {"r1.oplog", "r2.oplog"}
+
+    cases = 0
+    for tracker in every_run(make, both_eofs):
+        assert tracker.partitions[("r1.oplog", 0)].position == 6
+        assert tracker.partitions[("r2.oplog", 0)].position == 3
+        cases += 1
     assert cases == 70 * 2**7  # C(8, 4) merges of 4 + 4 events, 2^7 ways to split each
 
 
@@ -154,24 +170,18 @@ def test_the_regions_own_log_still_needs_its_eof_however_far_reading_got() -> No
 
 
 def test_a_growing_log_is_caught_up_in_every_interleaving_by_its_eof_or_its_first_end() -> None:
-    cases = 0
-    for events in interleavings(STREAM_A, STREAM_B):
-        for sizes in splits(len(events)):
-            tracker = EndTracker()
-            tracker.assign(("r1.oplog", 0), 0)
-            tracker.assign(("r2.oplog", 0), 0, growing=True)
-            tracker.on_high_watermark(("r2.oplog", 0), 2)
-            i = 0
-            for size in sizes:
-                for event in events[i : i + size]:
-                    feed(tracker, event)
-                i += size
-                seen = events[:i]
-                own_done = ("eof", "r1.oplog", 6) in seen
-                remote_done = any(e[1] == "r2.oplog" and e[2] >= 1 for e in seen)
-                assert tracker.caught_up() == (own_done and remote_done)
-            cases += 1
-    assert cases == 70 * 2**7
+    def make() -> EndTracker:
+        tracker = EndTracker()
+        tracker.assign(("r1.oplog", 0), 0)
+        tracker.assign(("r2.oplog", 0), 0, growing=True)
+        tracker.on_high_watermark(("r2.oplog", 0), 2)
+        return tracker
+
+    def own_eof_and_remote_past_2(seen: list[Event]) -> bool:
+        own_done = ("eof", "r1.oplog", 6) in seen
+        return own_done and any(e[1] == "r2.oplog" and e[2] >= 1 for e in seen)
+
+    assert sum(1 for _ in every_run(make, own_eof_and_remote_past_2)) == 70 * 2**7
 
 
 # --- the fetch pacer -----------------------------------------------------------------------
