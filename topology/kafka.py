@@ -28,13 +28,22 @@ Kafka takes three non-obvious rules, and every reader must follow all three.
 3. **Fetch sizes.** Op records may be 64 MB (a 10 MB Redis value and more); the fetch limits
    must let one record through and let catch-up take large steps.
 
-Everything here but `consumer_config` is pure (no Kafka calls, time passed in), so it is
-unit-tested with every interleaving of events.
+The bookkeeping (`EndTracker`, `FetchPacer`) is pure (no Kafka calls, time passed in), so it is
+unit-tested with every interleaving of events. The two reading idioms built on it call a consumer:
+`poll_batch` (wait for one event, then take what is already there: `consume(n, timeout)` waits
+the whole timeout unless n events arrive) and `ReadToEnd` (partitions from given offsets up to
+their EOF, bounded by a timeout whose error names where each partition got); they are tested
+against a scripted consumer.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 """The largest op record a writer sends; brokers, mirrors and readers must accept it."""
@@ -234,3 +243,132 @@ class FetchPacer:
             return None
         self.wait_ms = target
         return target
+
+
+if TYPE_CHECKING:
+    Msg = Message[Any, Any]
+
+
+def poll_batch(consumer: Consumer, first_wait_s: float, max_records: int) -> list[Msg]:
+    """Wait up to `first_wait_s` for one event, then take what is already queued, `max_records`
+    events at most. (`consume(n, timeout)` waits the whole timeout unless n events arrive, which
+    would add the timeout to every poll of a caught-up log.)"""
+    first = consumer.poll(first_wait_s)
+    if first is None:
+        return []
+    if max_records <= 1:
+        return [first]
+    return [first, *consumer.consume(max_records - 1, 0)]
+
+
+class EndNotReached(TimeoutError):
+    """`ReadToEnd` ran out of time; the text names where each partition got."""
+
+
+class ReadToEnd:
+    """The data records of some partitions, each read from a given offset up to the first
+    partition-EOF event reported for it (the end: never the high watermark, see rule 2), in
+    offset order per partition; decoding is the caller's. Iterate once.
+
+    - `timeout`: the whole read must end within it; `stall_timeout`: at most this long without
+      any event. Either raises `timeout_error` (default `EndNotReached`) with a text that says,
+      per partition, where reading got and what end the broker reported.
+    - `on_error`: gets every error event other than EOF (raise to stop, return to go on); without
+      it such an event raises KafkaException.
+    - `after_batch(consumer, events)`: called after each poll, once its records were handed out
+      (empty polls too); returns the consumer to go on with (one with another fetch wait,
+      assigned where reading stands, say).
+    - `follow`: an EOF only moves the position; reading ends when the caller `finish`es every
+      partition.
+    - `finish(part)`: the caller has what it wants of `part`; its later records are dropped.
+    Finished partitions are unassigned while others are still read.
+    """
+
+    def __init__(
+        self,
+        consumer: Consumer,
+        starts: Mapping[Partition, int],
+        *,
+        doing: str = "reading to the end",
+        timeout: float | None = None,
+        stall_timeout: float | None = None,
+        wait_s: float = 0.1,
+        max_records: int = 10_000,
+        on_error: Callable[[Msg], None] | None = None,
+        after_batch: Callable[[Consumer, list[Msg]], Consumer] | None = None,
+        follow: bool = False,
+        timeout_error: Callable[[str], BaseException] = EndNotReached,
+    ) -> None:
+        self.consumer = consumer
+        self.starts = dict(starts)
+        self.doing = doing
+        self.timeout = timeout
+        self.stall_timeout = stall_timeout
+        self.wait_s = wait_s
+        self.max_records = max_records
+        self.on_error = on_error
+        self.after_batch = after_batch
+        self.follow = follow
+        self.timeout_error = timeout_error
+        self.tracker = EndTracker()
+        for part, start in self.starts.items():
+            self.tracker.assign(part, start)
+        self.ends: dict[Partition, int] = {}
+        """Where the last EOF was reported, per partition that reported one."""
+        self._open = set(self.starts)
+        self._finished: list[Partition] = []
+
+    def finish(self, part: Partition) -> None:
+        if part in self._open:
+            self._open.discard(part)
+            self._finished.append(part)
+
+    def __iter__(self) -> Iterator[Msg]:
+        consumer = self.consumer
+        consumer.assign([TopicPartition(t, p, o) for (t, p), o in sorted(self.starts.items())])
+        started = last_event = time.monotonic()
+        while self._open:
+            wait = self.wait_s
+            if self.timeout is not None:
+                wait = max(0.0, min(wait, started + self.timeout - time.monotonic()))
+            batch = poll_batch(consumer, wait, self.max_records)
+            for msg in batch:
+                part = (msg.topic() or "", msg.partition() or 0)
+                err = msg.error()
+                if err is None:
+                    if part in self._open:
+                        self.tracker.on_record(part, msg.offset() or 0)
+                        yield msg
+                elif err.code() == KafkaError._PARTITION_EOF:
+                    if part in self._open:
+                        self.tracker.on_eof(part, msg.offset() or 0)
+                        self.ends[part] = msg.offset() or 0
+                        if not self.follow:
+                            self.finish(part)
+                elif self.on_error is not None:
+                    self.on_error(msg)
+                else:
+                    raise KafkaException(err)
+            if self.after_batch is not None:
+                consumer = self.after_batch(consumer, batch)
+            if self._finished and self._open:
+                consumer.incremental_unassign([TopicPartition(t, p) for t, p in self._finished])
+            self._finished = []
+            now = time.monotonic()
+            if batch:
+                last_event = now
+            if not self._open:
+                return
+            if self.timeout is not None and now - started >= self.timeout:
+                raise self._timed_out(consumer, f"not done in {self.timeout:g}s")
+            if self.stall_timeout is not None and now - last_event > self.stall_timeout:
+                raise self._timed_out(consumer, f"no data nor end for {self.stall_timeout:g}s")
+
+    def _timed_out(self, consumer: Consumer, why: str) -> BaseException:
+        for part in self._open:
+            try:
+                _low, high = consumer.get_watermark_offsets(TopicPartition(*part), cached=True)
+            except (KafkaException, RuntimeError):
+                continue  # only for the text: without it, the text says less
+            self.tracker.on_high_watermark(part, high)
+        return self.timeout_error(f"{self.doing}: {why}: {self.tracker.describe()}")

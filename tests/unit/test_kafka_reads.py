@@ -1,0 +1,270 @@
+"""`topology.kafka.poll_batch` and `ReadToEnd` against a scripted consumer: batches cut anywhere,
+EOF events at control-record offsets, records after an EOF, errors, timeouts that say where each
+partition got. (Against real brokers they run in the materializer, mirror, replay, snapshot and
+pipeline integration tests.)"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from topology.kafka import EndNotReached, ReadToEnd, poll_batch
+
+
+@dataclass
+class Event:
+    topic: str
+    offset: int
+    code: int | None = None  # None: a data record; else the error event's code
+
+    def error(self) -> Any:
+        return None if self.code is None else KafkaError(self.code)
+
+
+def rec(topic: str, offset: int) -> Any:
+    return _Msg(Event(topic, offset))
+
+
+def eof(topic: str, offset: int) -> Any:
+    return _Msg(Event(topic, offset, KafkaError._PARTITION_EOF))
+
+
+def err(topic: str, code: int) -> Any:
+    return _Msg(Event(topic, -1, code))
+
+
+class _Msg:
+    def __init__(self, event: Event) -> None:
+        self.event = event
+
+    def topic(self) -> str:
+        return self.event.topic
+
+    def partition(self) -> int:
+        return 0
+
+    def offset(self) -> int:
+        return self.event.offset
+
+    def error(self) -> Any:
+        return self.event.error()
+
+    def __repr__(self) -> str:
+        e = self.event
+        return f"{e.topic}@{e.offset}" + ("" if e.code is None else f"!{e.code}")
+
+
+@dataclass
+class ScriptedConsumer:
+    """poll() hands out the next scripted batch's first event, consume(n, 0) up to n of the rest
+    (what a real consumer has queued); then nothing."""
+
+    batches: list[list[Any]]
+    high: int = -1001
+    calls: list[tuple[str, Any]] = field(default_factory=list)
+    _pending: list[Any] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._script: Iterator[list[Any]] = iter(self.batches)
+
+    def assign(self, parts: list[Any]) -> None:
+        self.calls.append(("assign", sorted((p.topic, p.offset) for p in parts)))
+
+    def incremental_unassign(self, parts: list[Any]) -> None:
+        self.calls.append(("unassign", sorted(p.topic for p in parts)))
+
+    def get_watermark_offsets(self, part: Any, cached: bool = False) -> tuple[int, int]:
+        return (0, self.high)
+
+    def poll(self, timeout: float) -> Any:
+        self.calls.append(("poll", timeout))
+        if not self._pending:
+            self._pending = list(next(self._script, []))
+        return self._pending.pop(0) if self._pending else None
+
+    def consume(self, n: int, timeout: float) -> list[Any]:
+        self.calls.append(("consume", (n, timeout)))
+        out, self._pending = self._pending[:n], self._pending[n:]
+        return out
+
+
+def cuts(events: list[Any]) -> Iterator[list[list[Any]]]:
+    """Every way to cut the events into consecutive batches."""
+    n = len(events)
+    for mask in itertools.product([False, True], repeat=n - 1):
+        out, start = [], 0
+        for i, cut in enumerate(mask, 1):
+            if cut:
+                out.append(events[start:i])
+                start = i
+        out.append(events[start:])
+        yield out
+
+
+def offsets(messages: list[Any]) -> list[tuple[str, int]]:
+    return [(m.topic(), m.offset()) for m in messages]
+
+
+# --- poll_batch --------------------------------------------------------------------------------
+
+
+def test_poll_batch_waits_for_one_event_then_takes_what_is_queued_without_waiting() -> None:
+    consumer = ScriptedConsumer([[rec("a", 0), rec("a", 1), rec("a", 2)]])
+    got = poll_batch(consumer, 0.3, 2)  # type: ignore[arg-type]
+    assert offsets(got) == [("a", 0), ("a", 1)]
+    assert consumer.calls == [("poll", 0.3), ("consume", (1, 0))]
+    assert offsets(poll_batch(consumer, 0.3, 10)) == [("a", 2)]  # type: ignore[arg-type]
+
+
+def test_poll_batch_returns_nothing_when_nothing_came_and_never_consumes_for_one_record() -> None:
+    consumer = ScriptedConsumer([[rec("a", 0), rec("a", 1)]])
+    assert offsets(poll_batch(consumer, 0.1, 1)) == [("a", 0)]  # type: ignore[arg-type]
+    assert ("consume", (0, 0)) not in consumer.calls
+    consumer = ScriptedConsumer([])
+    assert poll_batch(consumer, 0.1, 100) == []  # type: ignore[arg-type]
+    assert consumer.calls == [("poll", 0.1)]
+
+
+# --- ReadToEnd ---------------------------------------------------------------------------------
+
+# Transactional logs: records at even offsets, commit markers at odd ones; EOF past the last marker.
+A = [rec("a", 0), rec("a", 2), eof("a", 4)]
+B = [rec("b", 0), eof("b", 2)]
+
+
+def merges(x: list[Any], y: list[Any]) -> Iterator[list[Any]]:
+    n = len(x) + len(y)
+    for where in itertools.combinations(range(n), len(x)):
+        ix, iy, out = iter(x), iter(y), []
+        for i in range(n):
+            out.append(next(ix) if i in where else next(iy))
+        yield out
+
+
+def test_every_partition_is_read_to_its_eof_however_events_interleave_and_batch() -> None:
+    cases = 0
+    for events in merges(A, B):
+        for batches in cuts(events):
+            consumer = ScriptedConsumer(batches)
+            reading = ReadToEnd(consumer, {("a", 0): 0, ("b", 0): 0}, timeout=5)  # type: ignore[arg-type]
+            got = offsets(list(reading))
+            assert sorted(got) == [("a", 0), ("a", 2), ("b", 0)]
+            assert reading.ends == {("a", 0): 4, ("b", 0): 2}
+            assert {p: s.position for p, s in reading.tracker.partitions.items()} == {
+                ("a", 0): 4,
+                ("b", 0): 2,
+            }
+            assert consumer.calls[0] == ("assign", [("a", 0), ("b", 0)])
+            # The partition that ended first is let go while the other is still read, unless
+            # both ended in the same poll.
+            unassigned = [c for c in consumer.calls if c[0] == "unassign"]
+            assert len(unassigned) <= 1
+            cases += 1
+    assert cases == 10 * 2**4
+
+
+def test_records_after_a_partitions_eof_are_not_handed_out() -> None:
+    consumer = ScriptedConsumer(
+        [[rec("a", 0), eof("a", 1), rec("a", 1), rec("b", 0)], [eof("b", 1)]]
+    )
+    reading = ReadToEnd(consumer, {("a", 0): 0, ("b", 0): 0}, timeout=5)  # type: ignore[arg-type]
+    assert offsets(list(reading)) == [("a", 0), ("b", 0)]
+    assert ("unassign", ["a"]) in consumer.calls
+
+
+def test_an_empty_partition_ends_at_its_eof_and_the_start_offset_is_assigned() -> None:
+    consumer = ScriptedConsumer([[], [], [eof("a", 7)]])
+    reading = ReadToEnd(consumer, {("a", 0): 7}, timeout=5, wait_s=0.01)  # type: ignore[arg-type]
+    assert list(reading) == []
+    assert reading.ends == {("a", 0): 7}
+    assert consumer.calls[0] == ("assign", [("a", 7)])
+
+
+def test_the_timeout_names_every_partitions_position_and_known_end() -> None:
+    consumer = ScriptedConsumer([[rec("a", 0), rec("a", 2), eof("b", 3)]], high=40)
+    reading = ReadToEnd(
+        consumer,  # type: ignore[arg-type]
+        {("a", 0): 0, ("b", 0): 3},
+        doing="reading r1's logs",
+        timeout=0.05,
+        wait_s=0.01,
+    )
+    with pytest.raises(EndNotReached) as caught:
+        list(reading)
+    text = str(caught.value)
+    assert text.startswith("reading r1's logs: not done in 0.05s: ")
+    assert "a at 3 of at least 40" in text
+    assert "b at its end (3)" in text
+
+
+def test_the_stall_timeout_counts_from_the_last_event_and_the_error_type_is_the_callers() -> None:
+    class Gone(RuntimeError):
+        pass
+
+    consumer = ScriptedConsumer([[rec("a", 0)]])
+    reading = ReadToEnd(
+        consumer,  # type: ignore[arg-type]
+        {("a", 0): 0},
+        doing="reading",
+        stall_timeout=0.05,
+        wait_s=0.01,
+        timeout_error=Gone,
+    )
+    with pytest.raises(Gone, match=r"reading: no data nor end for 0.05s: a at 1, end not seen"):
+        list(reading)
+
+
+def test_error_events_go_to_the_callers_handler_else_raise() -> None:
+    events = [[rec("a", 0), err("a", KafkaError._TRANSPORT), rec("a", 1), eof("a", 2)]]
+    seen: list[int] = []
+    reading = ReadToEnd(
+        ScriptedConsumer(events),  # type: ignore[arg-type]
+        {("a", 0): 0},
+        timeout=5,
+        on_error=lambda m: seen.append(m.error().code()),
+    )
+    assert offsets(list(reading)) == [("a", 0), ("a", 1)]
+    assert seen == [KafkaError._TRANSPORT]
+    with pytest.raises(KafkaException):
+        list(ReadToEnd(ScriptedConsumer(events), {("a", 0): 0}, timeout=5))  # type: ignore[arg-type]
+
+
+def test_follow_reads_past_eof_until_the_caller_finishes_the_partition() -> None:
+    batches = [[rec("a", 0), eof("a", 1)], [rec("a", 1), eof("a", 2)], [rec("a", 2)], [rec("a", 3)]]
+    reading = ReadToEnd(ScriptedConsumer(batches), {("a", 0): 0}, timeout=5, follow=True)  # type: ignore[arg-type]
+    got = []
+    for msg in reading:
+        got.append(msg.offset())
+        if msg.offset() == 2:
+            reading.finish(("a", 0))
+    assert got == [0, 1, 2]
+    assert reading.ends == {("a", 0): 2}
+
+
+def test_after_batch_sees_each_poll_after_its_records_were_handled_and_may_swap_consumers() -> None:
+    first = ScriptedConsumer([[rec("a", 0), rec("a", 2)]])
+    second = ScriptedConsumer([[], [rec("a", 4), eof("a", 5)]])
+    handled: list[int] = []
+    log: list[tuple[int, list[int]]] = []
+
+    def swap(consumer: Any, batch: list[Any]) -> Any:
+        log.append((len(handled), [m.offset() for m in batch]))
+        return second if batch else consumer
+
+    reading = ReadToEnd(first, {("a", 0): 0}, timeout=5, after_batch=swap)  # type: ignore[arg-type]
+    for msg in reading:
+        handled.append(msg.offset())
+    assert handled == [0, 2, 4]
+    assert log == [(2, [0, 2]), (2, []), (3, [4, 5])]
+    assert [c for c in second.calls if c[0] == "assign"] == []  # the caller assigns a swap
+
+
+def test_a_finished_read_with_one_partition_never_unassigns() -> None:
+    consumer = ScriptedConsumer([[rec("a", 0), eof("a", 1)]])
+    assert len(list(ReadToEnd(consumer, {("a", 0): 0}, timeout=5))) == 1  # type: ignore[arg-type]
+    assert not [c for c in consumer.calls if c[0] == "unassign"]
