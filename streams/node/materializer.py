@@ -40,7 +40,14 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from streams.crdt import ops
 from streams.ops.codec import DecodeError, decode
-from topology.kafka import EndTracker, FetchPacer, Pacing, Partition, consumer_config
+from topology.kafka import (
+    EndTracker,
+    FetchPacer,
+    Pacing,
+    Partition,
+    consumer_config,
+    poll_batch,
+)
 from topology.topics import is_oplog_topic
 
 log = logging.getLogger(__name__)
@@ -48,6 +55,7 @@ log = logging.getLogger(__name__)
 TOPIC_REFRESH_S = 0.5
 PROGRESS_EVERY_S = 5.0
 POLL_S = 0.05
+MAX_BATCH = 10_000
 
 
 @dataclass(frozen=True)
@@ -163,36 +171,6 @@ class Materializer:
     def wants(self, topic: str) -> bool:
         return is_oplog_topic(topic) or topic == self.local_topic
 
-    def read_to_end(self, topic: str, start: int, timeout: float = 30.0) -> Batch:
-        """Read one topic from `start` to its end with a separate consumer (blocking).
-
-        The node uses it after a failed append to learn whether the op landed after all, without
-        waiting for the main consumer, which reports nothing new on an idle log.
-        """
-        consumer = Consumer(
-            consumer_config(self.bootstrap, f"{self._group_id}-reread", self.pacing.catch_up_ms)
-        )
-        consumer.assign([TopicPartition(topic, 0, start)])
-        batch: Batch = []
-        deadline = time.monotonic() + timeout
-        try:
-            while True:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"could not read {topic} to its end in {timeout}s")
-                msg = consumer.poll(0.1)
-                if msg is None:
-                    continue
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        return batch
-                    raise RuntimeError(f"reading {topic}: {err}")
-                decoded = self._decode(msg)
-                if decoded is not None:
-                    batch.append(decoded)
-        finally:
-            consumer.close()
-
     # --- the consumer thread -------------------------------------------------------------------
 
     def _new_consumer(self, wait_ms: int) -> Consumer:
@@ -282,10 +260,7 @@ class Materializer:
         return Decoded(topic, partition, offset, record)
 
     def _poll(self) -> tuple[Batch, set[Partition]]:
-        # consume(n, timeout) waits the whole timeout unless n records arrive: wait for one,
-        # then take what is already there.
-        first = self._consumer.poll(POLL_S)
-        messages = [] if first is None else [first, *self._consumer.consume(9999, 0)]
+        messages = poll_batch(self._consumer, POLL_S, MAX_BATCH)
         batch: Batch = []
         delivered: set[Partition] = set()
         with self._tracker_lock:
