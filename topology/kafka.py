@@ -261,6 +261,10 @@ def poll_batch(consumer: Consumer, first_wait_s: float, max_records: int) -> lis
     return [first, *consumer.consume(max_records - 1, 0)]
 
 
+def _seconds(t: float) -> str:
+    return f"{t:.0f}s" if t >= 10 else f"{t:.2g}s"
+
+
 class EndNotReached(TimeoutError):
     """`ReadToEnd` ran out of time; the text names where each partition got."""
 
@@ -360,9 +364,11 @@ class ReadToEnd:
             if not self._open:
                 return
             if self.timeout is not None and now - started >= self.timeout:
-                raise self._timed_out(consumer, f"not done in {self.timeout:g}s")
+                raise self._timed_out(consumer, f"not done in {_seconds(self.timeout)}")
             if self.stall_timeout is not None and now - last_event > self.stall_timeout:
-                raise self._timed_out(consumer, f"no data nor end for {self.stall_timeout:g}s")
+                raise self._timed_out(
+                    consumer, f"no data nor end for {_seconds(self.stall_timeout)}"
+                )
 
     def _timed_out(self, consumer: Consumer, why: str) -> BaseException:
         for part in self._open:

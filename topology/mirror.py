@@ -37,7 +37,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -54,7 +54,15 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient
 
 from topology.config import Topology
-from topology.kafka import MAX_RECORD_BYTES, EndTracker, FetchPacer, Pacing, consumer_config
+from topology.kafka import (
+    MAX_RECORD_BYTES,
+    EndTracker,
+    FetchPacer,
+    Pacing,
+    ReadToEnd,
+    consumer_config,
+    poll_batch,
+)
 from topology.topics import TopicError, ensure_topics, mirrored_name, oplog_topic
 
 log = logging.getLogger("topology.mirror")
@@ -156,7 +164,6 @@ class Mirror:
         self._next: int | None = None
         self._copied = 0
         self._delivery_error: KafkaError | None = None
-        self._eof_offset: int | None = None  # where the last partition EOF was reported
         self._resume_floor: int | None = None  # lowest source offset whose delivery failed
         # Topic ids (Kafka topic UUIDs) seen when the clients were opened: a topic recreated
         # under the same name gets a new id, the only way to notice it on Tansu.
@@ -545,9 +552,10 @@ class Mirror:
             window = 1
             while True:
                 start = max(low, high - window)
-                consumer.assign([TopicPartition(self.target_topic, 0, start)])
                 last = None
-                for message in self._read_to_eof(consumer, deadline, "reading the target's tail"):
+                for message in self._read_to_eof(
+                    consumer, self.target_topic, start, deadline, "reading the target's tail"
+                ):
                     last = message
                 if last is not None or start == low:
                     return last
@@ -574,9 +582,10 @@ class Mirror:
         if offset >= end:
             problem = f"the source log ends at offset {end}"
         else:
-            consumer.assign([TopicPartition(self.source_topic, 0, offset)])
             problem = f"the source holds no record at offset {offset}"
-            for message in self._read_to_eof(consumer, deadline, "verifying the source"):
+            for message in self._read_to_eof(
+                consumer, self.source_topic, offset, deadline, "verifying the source"
+            ):
                 if message.offset() == offset:
                     if message.key() == copy.key() and message.value() == copy.value():
                         return
@@ -592,49 +601,38 @@ class Mirror:
     def _log_end(self, consumer: Consumer, start: int, deadline: float) -> int:
         """The offset at which partition EOF is reported when reading from `start`: the end of
         what read_committed can see (Tansu's high watermark may be below it)."""
-        self._eof_offset = None
-        consumer.assign([TopicPartition(self.source_topic, 0, start)])
-        for _message in self._read_to_eof(consumer, deadline, "finding the source's end"):
+        reading = self._read_to_eof(
+            consumer, self.source_topic, start, deadline, "finding the source's end"
+        )
+        for _message in reading:
             pass
-        assert self._eof_offset is not None
-        return self._eof_offset
+        return reading.ends[(self.source_topic, 0)]
 
     # -- copying --------------------------------------------------------------------------------
 
-    def _next_batch(self, consumer: Consumer, timeout: float) -> list[Message[Any, Any]]:
-        """Wait up to `timeout` for one event, then take whatever else is already queued.
-
-        (`consume(n, timeout)` itself waits the whole timeout unless n events arrive, which
-        would add the timeout to every caught-up copy.)
-        """
-        first = consumer.poll(timeout)
-        if first is None:
-            return []
-        return [first, *consumer.consume(self.batch_size - 1, timeout=0)]
-
     def _read_to_eof(
-        self, consumer: Consumer, deadline: float, doing: str
-    ) -> Iterator[Message[Any, Any]]:
-        """Data records from the consumer's position up to partition EOF."""
-        while True:
-            batch = self._next_batch(consumer, self._remaining(deadline, cap=self.poll_timeout))
-            eof = False
-            for message in batch:
-                error = message.error()
-                if error is None:
-                    yield message
-                elif error.code() == KafkaError._PARTITION_EOF:
-                    eof = True
-                    self._eof_offset = message.offset()
-                else:
-                    self._consumer_error(error, message)
-            if consumer is self._consumer and self._next is not None:
-                self._observe(consumer, batch)  # after the batch was handled: _next is past it
-                consumer = self._source_consumer()
-            if eof:
-                return
-            if not batch:
-                self._check_deadline(deadline, doing)
+        self, consumer: Consumer, topic: str, start: int, deadline: float, doing: str
+    ) -> ReadToEnd:
+        """Data records of `topic` from `start` up to partition EOF, by the deadline."""
+        return ReadToEnd(
+            consumer,
+            {(topic, 0): start},
+            doing=f"{self.name}: timed out {doing}",
+            timeout=self._remaining(deadline),
+            wait_s=self.poll_timeout,
+            max_records=self.batch_size,
+            on_error=self._on_consumer_event,
+            after_batch=self._paced,
+            timeout_error=MirrorTimeout,
+        )
+
+    def _paced(self, consumer: Consumer, batch: list[Message[Any, Any]]) -> Consumer:
+        """After each poll of a read to EOF: while copying, the source consumer's fetch wait
+        follows the pacer, which may swap in a new consumer (returned)."""
+        if consumer is self._consumer and self._next is not None:
+            self._observe(consumer, batch)  # after the batch was handled: _next is past it
+            return self._source_consumer()
+        return consumer
 
     def _drain_to_eof(self, deadline: float) -> int:
         consumer = self._source_consumer()
@@ -646,10 +644,13 @@ class Mirror:
             consumer.close()
             self._consumer = None
             consumer = self._source_consumer()
-        self._assign_source(consumer, self._next)
+        self._end.assign((self.source_topic, 0), self._next)
         producer = self._target_producer()
         count = 0
-        for message in self._read_to_eof(consumer, deadline, "reading the source"):
+        reading = self._read_to_eof(
+            consumer, self.source_topic, self._next, deadline, "reading the source"
+        )
+        for message in reading:
             self._forward(producer, message, deadline)
             count += 1
             if count % 1000 == 0:
@@ -660,7 +661,7 @@ class Mirror:
         """One background step: forward whatever one consume call returns."""
         consumer = self._source_consumer()
         producer = self._target_producer()
-        batch = self._next_batch(consumer, self.poll_timeout)
+        batch = poll_batch(consumer, self.poll_timeout, self.batch_size)
         count = 0
         deadline = time.monotonic() + 60.0
         for message in batch:
@@ -713,6 +714,11 @@ class Mirror:
             raise MirrorTimeout(
                 f"{self.name}: {left} records not acknowledged by the target in time"
             )
+
+    def _on_consumer_event(self, message: Message[Any, Any]) -> None:
+        error = message.error()
+        assert error is not None
+        self._consumer_error(error, message)
 
     def _consumer_error(self, error: KafkaError, message: Message[Any, Any]) -> None:
         topic = message.topic() or self.source_topic
