@@ -4,27 +4,25 @@ Uses `topology.kafka.consumer_config` (read_committed, partition-EOF events, 128
 a fetch wait of at least 500 ms: Tansu's cost per fetch grows with the number of record batches
 in a partition and it answers *nothing* when the wait expires first, so a short wait can never
 read a topic of thousands of transactions. A partition's end is its EOF event, never the high
-watermark (on Tansu the last batch's base offset + 1). Records come back raw (value bytes), so
-`streams log` can show an undecodable record and go on.
+watermark (on Tansu the last batch's base offset + 1): `topology.kafka.ReadToEnd` reads to it.
+Records come back raw (value bytes), so `streams log` can show an undecodable record and go on.
 """
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message
 
-from topology.kafka import consumer_config
+from topology.kafka import Partition, ReadToEnd, consumer_config
 from topology.topics import LOCAL_SUFFIX, is_oplog_topic
 
 READ_WAIT_MS = 500
 STALL_TIMEOUT_S = 120.0
 """No event at all for this long while reading: the cluster is gone; fail with the positions."""
-
-Partition = tuple[str, int]
 
 
 class ReadError(RuntimeError):
@@ -87,57 +85,47 @@ def read(
     todo = {p for p in starts if stops.get(p) is None or positions[p] < stops[p]}
     if not todo:
         return positions
+
+    def on_error(msg: Message[Any, Any]) -> None:
+        err = msg.error()
+        assert err is not None
+        if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            raise ReadError(f"topic {msg.topic()} does not exist on {bootstrap}")
+        if err.fatal():
+            raise ReadError(f"reading {msg.topic()} on {bootstrap}: {err}")
+
+    def counted(consumer: Consumer, batch: list[Message[Any, Any]]) -> Consumer:
+        if batch and progress is not None:
+            progress(len(batch))
+        return consumer
+
     consumer = _consumer(bootstrap)
     try:
-        consumer.assign([TopicPartition(t, p, positions[(t, p)]) for t, p in sorted(todo)])
-        last_event = time.monotonic()
-        while todo:
-            # consume(n, timeout) waits the whole timeout unless n records arrive: wait for one
-            # event, then take what is already there.
-            first = consumer.poll(1.0)
-            messages = [] if first is None else [first, *consumer.consume(10000, 0)]
-            if not messages:
-                if time.monotonic() - last_event > STALL_TIMEOUT_S:
-                    where = ", ".join(f"{t}[{p}] at {positions[(t, p)]}" for t, p in sorted(todo))
-                    raise ReadError(
-                        f"no data nor end from {bootstrap} for {STALL_TIMEOUT_S}s: {where}"
-                    )
+        reading = ReadToEnd(
+            consumer,
+            {p: positions[p] for p in todo},
+            doing=f"reading from {bootstrap}",
+            stall_timeout=STALL_TIMEOUT_S,
+            wait_s=1.0,
+            on_error=on_error,
+            after_batch=counted,
+            follow=follow,
+            timeout_error=ReadError,
+        )
+        for msg in reading:
+            part = (msg.topic() or "", msg.partition() or 0)
+            offset = msg.offset() or 0
+            stop = stops.get(part)
+            if stop is not None and offset >= stop:
+                reading.finish(part)
                 continue
-            last_event = time.monotonic()
-            done: list[Partition] = []
-            for msg in messages:
-                part = (msg.topic() or "", msg.partition() or 0)
-                if part not in todo:
-                    continue
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        positions[part] = max(positions[part], msg.offset() or 0)
-                        if not follow:
-                            done.append(part)
-                            todo.discard(part)
-                        continue
-                    if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                        raise ReadError(f"topic {part[0]} does not exist on {bootstrap}")
-                    if err.fatal():
-                        raise ReadError(f"reading {part[0]} on {bootstrap}: {err}")
-                    continue
-                offset = msg.offset() or 0
-                stop = stops.get(part)
-                if stop is not None and offset >= stop:
-                    done.append(part)
-                    todo.discard(part)
-                    continue
-                kind, ts = msg.timestamp()
-                raw = Raw(part[0], part[1], offset, ts if kind != 0 else None, msg.value())
-                positions[part] = offset + 1
-                if not sink(raw) or (stop is not None and offset + 1 >= stop):
-                    done.append(part)
-                    todo.discard(part)
-            if progress is not None:
-                progress(len(messages))
-            if done and todo:
-                consumer.incremental_unassign([TopicPartition(t, p) for t, p in done])
+            kind, ts = msg.timestamp()
+            raw = Raw(part[0], part[1], offset, ts if kind != 0 else None, msg.value())
+            positions[part] = offset + 1
+            if not sink(raw) or (stop is not None and offset + 1 >= stop):
+                reading.finish(part)
+        for part, end in reading.ends.items():
+            positions[part] = max(positions[part], end)
     finally:
         consumer.close()
     return positions
