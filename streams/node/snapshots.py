@@ -24,14 +24,14 @@ import io
 import logging
 import os
 import tempfile
-import time
 from dataclasses import dataclass, field
+from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, Producer
 
 from streams.crdt.region import Region
 from streams.snapshot import Positions, SnapshotError, read_snapshot, write_snapshot
-from topology.kafka import consumer_config
+from topology.kafka import EndNotReached, ReadToEnd, consumer_config
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,10 @@ def publish(
         raise RuntimeError(f"snapshot {snapshot_id} not stored in {topic}: {errors or left}")
 
 
+class _NoTopic(Exception):
+    pass
+
+
 @dataclass
 class _Assembly:
     snapshot_id: str
@@ -129,22 +133,24 @@ def read_complete(
     """The newest `keep` complete snapshots in the topic, newest first, as (id, file bytes)."""
     # Few, large records: the broker finds them fast, and an empty topic answers after one wait.
     consumer = Consumer(consumer_config(bootstrap, f"streams-snapshot-reader-{topic}", 20))
-    consumer.assign([TopicPartition(topic, 0, 0)])
     partial: dict[str, _Assembly] = {}
     done: list[_Assembly] = []
-    deadline = time.monotonic() + timeout
+
+    def on_error(msg: Message[Any, Any]) -> None:
+        err = msg.error()
+        if err is not None and err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            raise _NoTopic()  # anything else: the client retries
+
+    reading = ReadToEnd(
+        consumer,
+        {(topic, 0): 0},
+        doing=f"reading the snapshots in {topic}",
+        timeout=timeout,
+        wait_s=0.2,
+        on_error=on_error,
+    )
     try:
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    break
-                if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    return []
-                continue
+        for msg in reading:
             h = _headers(msg)
             try:
                 sid = h[H_ID].decode()
@@ -161,6 +167,10 @@ def read_complete(
             if len(partial) > keep:  # incomplete leftovers of older attempts
                 for old in list(partial)[:-keep]:
                     del partial[old]
+    except _NoTopic:
+        return []
+    except EndNotReached as exc:  # the complete ones read so far are still usable
+        log.warning("%s; using the complete snapshots read so far", exc)
     finally:
         consumer.close()
     return [(a.snapshot_id, a.data()) for a in reversed(done) if _sha_ok(a)]
