@@ -117,23 +117,27 @@ def log_end(consumer: Consumer, tp: tuple[str, int], timeout: float = 60.0) -> i
     low, high = _watermarks(consumer, tp)
     if high <= low:
         return high
-    consumer.assign([TopicPartition(tp[0], tp[1], max(low, high - 1))])
-    deadline = time.monotonic() + timeout
+    where = f"{tp[0]}[{tp[1]}]"
+
+    def on_error(msg: Message) -> None:
+        err = msg.error()
+        if err is not None and (err.fatal() or err.code() == KafkaError._ALL_BROKERS_DOWN):
+            raise SourceError(f"reading the end of {where}: {err}")
+
+    reading = kafka.ReadToEnd(
+        consumer,
+        {tp: max(low, high - 1)},
+        doing=f"could not find the end of {where}",
+        timeout=timeout,
+        wait_s=1.0,
+        on_error=on_error,
+        timeout_error=SourceError,
+    )
     end = high
     try:
-        while time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is None:
-                end = max(end, (msg.offset() or 0) + 1)
-                continue
-            if err.code() == KafkaError._PARTITION_EOF:
-                return max(end, msg.offset() or 0)
-            if err.fatal() or err.code() in (KafkaError._ALL_BROKERS_DOWN,):
-                raise SourceError(f"reading the end of {tp[0]}[{tp[1]}]: {err}")
-        raise SourceError(f"could not find the end of {tp[0]}[{tp[1]}] in {timeout:.0f}s")
+        for msg in reading:
+            end = max(end, (msg.offset() or 0) + 1)
+        return max(end, reading.ends[tp])
     finally:
         consumer.unassign()
 
@@ -229,7 +233,7 @@ def read_range(opts: SourceOptions, rng: Range) -> Iterator[Message]:
     position = rng.start
     try:
         while position < rng.end:
-            batch = consumer.consume(10000, 1.0)
+            batch = kafka.poll_batch(consumer, 1.0, 10000)
             if not batch:
                 if time.monotonic() - last_progress > opts.read_timeout_s:
                     raise SourceError(
