@@ -35,7 +35,8 @@ SHARED_KEYS = [b"shared:%d" % i for i in range(4)]
 QUEUE = b"q"
 GROUP = b"cg"
 
-UNCERTAIN = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
+UNKNOWN_OUTCOME = "may or may not have been applied"
+"""The node's text for a write whose batch failed: the log decides whether it landed."""
 
 
 def plain_client(port: int, timeout: float | None = 10.0) -> redis.Redis:
@@ -56,9 +57,13 @@ class Ledger:
     """What one region's writer sent and how each request ended."""
 
     region: int
+    name: str = ""
+    """How reports call this writer (r1, or r1' for a second node of r1)."""
     added: dict[bytes, tuple[bytes, bytes]] = field(default_factory=dict)
     """payload -> (key, entry ID) of every acknowledged XADD."""
     unsure_added: set[bytes] = field(default_factory=set)
+    refused_added: set[bytes] = field(default_factory=set)
+    """XADDs answered with an error that says nothing was done (LOADING, writes refused, ...)."""
     deleted: set[bytes] = field(default_factory=set)
     """payloads removed by an acknowledged XDEL or DEL."""
     unsure_deleted: set[bytes] = field(default_factory=set)
@@ -77,8 +82,11 @@ class Ledger:
     """Seconds from a first failed request to the next acknowledged one, per outage."""
     slowest: float = 0.0
     """The longest any single request took (acknowledged or not)."""
+    events: list[tuple[float, str, float]] = field(default_factory=list)
+    """(monotonic start, "ok" or the error text, seconds taken) per request."""
 
     def note_ok(self, took: float) -> None:
+        self.events.append((time.monotonic() - took, "ok", took))
         self.commands += 1
         self.slowest = max(self.slowest, took)
         if self.first_failure is not None:
@@ -89,6 +97,7 @@ class Ledger:
         self.commands += 1
         self.slowest = max(self.slowest, took)
         text = str(exc).split("(", 1)[0].strip()[:70] or type(exc).__name__
+        self.events.append((time.monotonic() - took, f"{type(exc).__name__}: {text}", took))
         self.errors[f"{type(exc).__name__}: {text}"] += 1
         if self.first_failure is None:
             self.first_failure = time.monotonic()
@@ -96,15 +105,27 @@ class Ledger:
 
 class Writer(threading.Thread):
     """One region's client: a steady mix of XADD, XDEL, DEL, XGROUP CREATE/DESTROY and
-    XREADGROUP + XACK at about `rate` commands a second, until `stop()`."""
+    XREADGROUP + XACK at about `rate` commands a second, until `stop()`.
 
-    def __init__(self, topo: LocalTopology, region: int, rate: float, groups: bool = True) -> None:
-        super().__init__(name=f"writer r{region}", daemon=True)
-        self.port = topo.ports[region]
+    `port` and `tag` serve a second node of the same region (split brain): another port, and
+    payloads, keys and the consumer name of its own, so the two ledgers never collide."""
+
+    def __init__(
+        self,
+        topo: LocalTopology,
+        region: int,
+        rate: float,
+        groups: bool = True,
+        port: int | None = None,
+        tag: str | None = None,
+    ) -> None:
+        self.tag = (tag or str(region)).encode()
+        super().__init__(name=f"writer {self.tag.decode()}", daemon=True)
+        self.port = port or topo.ports[region]
         self.region = region
         self.rate = rate
         self.groups = groups
-        self.ledger = Ledger(region)
+        self.ledger = Ledger(region, tag or f"r{region}")
         self._halt = threading.Event()
         self._client: redis.Redis | None = None
         self._n = 0
@@ -115,16 +136,17 @@ class Writer(threading.Thread):
     def stop(self) -> Ledger:
         self._halt.set()
         self.join(60)
-        assert not self.is_alive(), f"writer r{self.region} did not stop"
+        assert not self.is_alive(), f"writer {self.tag!r} did not stop"
         if self.failure is not None:
-            raise AssertionError(f"writer r{self.region} crashed") from self.failure
+            raise AssertionError(f"writer {self.tag!r} crashed") from self.failure
         return self.ledger
 
     # --- one request ------------------------------------------------------------------------
 
     def _call(self, *args: Any) -> tuple[bool, Any]:
-        """(True, reply) when acknowledged, (False, None) when the outcome is unknown; a
-        command error (refused) also returns (False, exc) and is counted."""
+        """(True, reply) when acknowledged, (False, None) when the outcome is unknown (dropped
+        connection, timeout, a failed batch); (False, exc) when refused (an error reply that
+        says nothing was done, LOADING included: it is answered before the command runs)."""
         if self._client is None:
             self._client = plain_client(self.port, timeout=30)
         self._sent += 1
@@ -132,18 +154,21 @@ class Writer(threading.Thread):
         if ahead > 0:
             time.sleep(ahead)
         elif ahead < -0.5:  # behind after an outage: go on at the rate, no catch-up burst
-            self._began += ahead + 0.5
+            self._began -= ahead + 0.5
         started = time.monotonic()
         try:
             reply = self._client.execute_command(*args)
+        except redis.BusyLoadingError as exc:  # before ConnectionError: it is a subclass
+            self.ledger.note_error(exc, time.monotonic() - started)
+            time.sleep(0.05)
+            return False, exc
         except redis.ResponseError as exc:
             self.ledger.note_error(exc, time.monotonic() - started)
-            return False, exc
-        except UNCERTAIN as exc:
+            return (False, None) if UNKNOWN_OUTCOME in str(exc) else (False, exc)
+        except (redis.ConnectionError, redis.TimeoutError) as exc:
             self.ledger.note_error(exc, time.monotonic() - started)
-            if isinstance(exc, redis.ConnectionError | redis.TimeoutError):
-                self._client.close()
-                self._client = None
+            self._client.close()
+            self._client = None
             time.sleep(0.05)
             return False, None
         self.ledger.note_ok(time.monotonic() - started)
@@ -151,7 +176,7 @@ class Writer(threading.Thread):
 
     def _payload(self) -> bytes:
         self._n += 1
-        return b"%d-%d" % (self.region, self._n)
+        return b"%s-%d" % (self.tag, self._n)
 
     def _xadd(self, key: bytes) -> bytes | None:
         payload = self._payload()
@@ -160,8 +185,10 @@ class Writer(threading.Thread):
         if ok:
             self.ledger.added[payload] = (key, reply)
             return payload
-        if not isinstance(reply, redis.ResponseError):
+        if reply is None:
             self.ledger.unsure_added.add(payload)
+        else:
+            self.ledger.refused_added.add(payload)
         return None
 
     # --- the mix ----------------------------------------------------------------------------
@@ -177,9 +204,10 @@ class Writer(threading.Thread):
                 self._client.close()
 
     def _loop(self) -> None:
-        r = self.region
-        own = b"own:%d" % r
-        grp = b"grp:%d" % r
+        tag = self.tag
+        own = b"own:%s" % tag
+        grp = b"grp:%s" % tag
+        self.ledger.keys.add(grp)
         own_live: list[bytes] = []
         scratch: list[bytes] = []
         cycle = 0
@@ -190,7 +218,7 @@ class Writer(threading.Thread):
             if payload is not None:
                 own_live.append(payload)
             self._xadd(QUEUE)
-            scratch_key = b"scratch:%d:%d" % (r, cycle // 4)
+            scratch_key = b"scratch:%s:%d" % (tag, cycle // 4)
             payload = self._xadd(scratch_key)
             if payload is not None:
                 scratch.append(payload)
@@ -220,7 +248,7 @@ class Writer(threading.Thread):
 
     def _consume(self) -> None:
         ok, reply = self._call(
-            "XREADGROUP", "GROUP", GROUP, b"c%d" % self.region, "COUNT", 4, "STREAMS", QUEUE, ">"
+            "XREADGROUP", "GROUP", GROUP, b"c%s" % self.tag, "COUNT", 4, "STREAMS", QUEUE, ">"
         )
         if not ok or not reply:
             return
@@ -231,6 +259,75 @@ class Writer(threading.Thread):
             return
         ok, _ = self._call("XACK", QUEUE, GROUP, *to_ack)
         (self.ledger.acked if ok else self.ledger.unsure_acked).update(to_ack)
+
+
+class Prober(threading.Thread):
+    """A bystander client: one request every `interval` seconds (XLEN by default) until
+    `stop()`, noting what each got and how long it took; the latency other clients see."""
+
+    def __init__(
+        self,
+        port: int,
+        timeout: float = 30.0,
+        interval: float = 0.05,
+        request: Callable[[redis.Redis], object] | None = None,
+    ) -> None:
+        super().__init__(name=f"prober {port}", daemon=True)
+        self.client = plain_client(port, timeout=timeout)
+        self.timeout = timeout
+        self.interval = interval
+        self.request = request or (lambda client: client.xlen(b"shared:0"))
+        self.halt = threading.Event()
+        self.events: list[tuple[float, str, float]] = []
+        """(monotonic start, "ok", "LOADING" or the error, seconds taken) per request."""
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            started = time.monotonic()
+            try:
+                self.request(self.client)
+                outcome = "ok"
+            except redis.BusyLoadingError:
+                outcome = "BusyLoadingError: LOADING"
+            except redis.RedisError as exc:
+                outcome = f"{type(exc).__name__}: {str(exc).split('(', 1)[0].strip()[:60]}"
+            self.events.append((started, outcome, time.monotonic() - started))
+            self.halt.wait(self.interval)
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join(self.timeout + 5)
+        assert not self.is_alive(), "the prober did not stop"
+        self.client.close()
+
+    @property
+    def slowest(self) -> float:
+        return max((took for _t, _o, took in self.events), default=0.0)
+
+    def errors(self) -> list[str]:
+        return [outcome for _t, outcome, _took in self.events if outcome != "ok"]
+
+    def latencies(self, start: float = 0.0, end: float = float("inf")) -> list[float]:
+        return sorted(took for t, outcome, took in self.events if start <= t < end)
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    if not sorted_values:
+        return float("nan")
+    return sorted_values[min(len(sorted_values) - 1, int(fraction * len(sorted_values)))]
+
+
+def window(
+    events: list[tuple[float, str, float]], start: float, end: float
+) -> dict[str, tuple[int, float]]:
+    """outcome -> (count, slowest) of the requests (Ledger or Prober events) started within
+    [start, end)."""
+    out: dict[str, tuple[int, float]] = {}
+    for t, outcome, took in events:
+        if start <= t < end:
+            count, slowest = out.get(outcome, (0, 0.0))
+            out[outcome] = (count + 1, round(max(slowest, took), 2))
+    return out
 
 
 def prepare(topo: LocalTopology) -> None:
@@ -288,6 +385,32 @@ def settle(topo: LocalTopology, timeout: float = 60, regions: list[int] | None =
             time.sleep(0.1)
 
 
+def vector_of(client: redis.Redis) -> dict[str, int]:
+    flat = client.execute_command("CRDT.VECTOR")
+    return {flat[k].decode(): int(flat[k + 1]) for k in range(0, len(flat), 2)}
+
+
+def converge(nodes: dict[str, redis.Redis], timeout: float = 60) -> float:
+    """Wait, without copying anything itself (the running mirrors must do it), until every node
+    applied every region's ops up to what that region's own node applied. `nodes`: region name
+    -> a node of that region. Returns the seconds waited; CRDT.FLUSH first, as `sync` does."""
+    started = time.monotonic()
+    for client in nodes.values():
+        client.execute_command("CRDT.FLUSH")
+    while True:
+        vectors = {name: vector_of(client) for name, client in nodes.items()}
+        behind = {
+            (i, j): (vectors[i].get(j, 0), vectors[j].get(j, 0))
+            for i in nodes
+            for j in nodes
+            if vectors[i].get(j, 0) < vectors[j].get(j, 0)
+        }
+        if not behind:
+            return time.monotonic() - started
+        assert time.monotonic() - started < timeout, f"not converged: {behind}"
+        time.sleep(0.02)
+
+
 # --- the checks -----------------------------------------------------------------------------
 
 
@@ -303,44 +426,54 @@ def contents(client: redis.Redis, keys: Iterable[bytes]) -> dict[bytes, list[tup
 
 
 def check_no_loss(
-    topo: LocalTopology, ledgers: list[Ledger], regions: Iterable[int] | None = None
+    topo: LocalTopology,
+    ledgers: list[Ledger],
+    regions: Iterable[int] | None = None,
+    nodes: dict[str, redis.Redis] | None = None,
 ) -> dict[str, int]:
-    """Every region (or those in `regions`): each acknowledged XADD exactly once (unless
-    deleted), nothing deleted back, no payload twice, acknowledged group creates/destroys hold;
-    every region's digest equal. Returns counts for the report."""
-    keys = set().union(*(ledger.keys for ledger in ledgers)) | {b"grp:%d" % i for i in topo.ports}
+    """Every region (or those in `regions`, or the named `nodes`): each acknowledged XADD
+    exactly once (unless deleted), no refused XADD, nothing deleted back, no payload twice,
+    acknowledged group creates/destroys hold; every digest equal. Returns counts for the
+    report."""
+    keys = set().union(*(ledger.keys for ledger in ledgers))
     deleted = set().union(*(ledger.deleted for ledger in ledgers))
     unsure_deleted = set().union(*(ledger.unsure_deleted for ledger in ledgers))
+    refused = set().union(*(ledger.refused_added for ledger in ledgers))
+    if nodes is None:
+        chosen = sorted(topo.ports if regions is None else regions)
+        nodes = {f"r{i}": topo.client(i) for i in chosen}
     digests = {}
-    for i in sorted(topo.ports) if regions is None else regions:
-        client = topo.client(i)
+    for i, client in nodes.items():
         seen = contents(client, keys)
         doubled = {p: where for p, where in seen.items() if len(where) > 1}
-        assert not doubled, f"r{i}: payloads present more than once: {list(doubled.items())[:5]}"
+        assert not doubled, f"{i}: payloads present more than once: {list(doubled.items())[:5]}"
+        back = refused & seen.keys()
+        assert not back, f"{i}: XADDs answered with an error are present: {sorted(back)[:5]}"
         for ledger in ledgers:
             for payload, (key, eid) in ledger.added.items():
                 if payload in deleted:
-                    assert payload not in seen, f"r{i}: deleted {payload!r} came back on {key!r}"
+                    assert payload not in seen, f"{i}: deleted {payload!r} came back on {key!r}"
                 elif payload not in unsure_deleted:
                     assert seen.get(payload) == [(key, eid)], (
-                        f"r{i}: acknowledged XADD {payload!r} {key!r} {eid!r} is "
+                        f"{i}: acknowledged XADD {payload!r} {key!r} {eid!r} is "
                         f"{seen.get(payload, 'missing')}"
                     )
             for key, name in ledger.groups_live:
                 names = {g["name"] for g in client.xinfo_groups(key)}
-                assert name in names, f"r{i}: acknowledged group {name!r} on {key!r} is missing"
+                assert name in names, f"{i}: acknowledged group {name!r} on {key!r} is missing"
             for key, name in ledger.groups_gone:
                 if (key, name) in ledger.groups_unsure:
                     continue
                 names = (
                     {g["name"] for g in client.xinfo_groups(key)} if client.exists(key) else set()
                 )
-                assert name not in names, f"r{i}: destroyed group {name!r} came back"
+                assert name not in names, f"{i}: destroyed group {name!r} came back"
         digests[i] = client.execute_command("CRDT.DIGEST")
     assert len(set(digests.values())) == 1, f"digests differ after sync: {digests}"
     return {
         "acknowledged_xadds": sum(len(ledger.added) for ledger in ledgers),
         "unknown_outcome_xadds": sum(len(ledger.unsure_added) for ledger in ledgers),
+        "refused_xadds": len(refused),
         "acknowledged_deletes": len(deleted),
         "groups_created_live": sum(len(ledger.groups_live) for ledger in ledgers),
         "groups_destroyed": sum(len(ledger.groups_gone) for ledger in ledgers),
@@ -447,7 +580,7 @@ def summary(ledgers: list[Ledger]) -> str:
         )
         errors = "; ".join(f"{k} x{v}" for k, v in ledger.errors.most_common(4)) or "none"
         lines.append(
-            f"  r{ledger.region}: {ledger.commands} requests, {len(ledger.added)} XADD acked, "
+            f"  {ledger.name}: {ledger.commands} requests, {len(ledger.added)} XADD acked, "
             f"{len(ledger.unsure_added)} unknown, slowest {ledger.slowest:.2f}s, "
             f"outages {outages}, errors {errors}"
         )
