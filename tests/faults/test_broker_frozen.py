@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
 
 import pytest
 import redis
@@ -34,6 +37,7 @@ from faults.workload import (
     check_logs_fold_to_nodes,
     check_no_loss,
     crdt_info,
+    first_write,
     plain_client,
     prepare,
     run_load,
@@ -62,50 +66,60 @@ class WritesStillRefused(Exception):
     other check passed, so that only this outcome matches the xfails)."""
 
 
-def write_again(port: int, timeout: float) -> float | None:
-    """Seconds until the node acknowledges a write, or None if it refused every try."""
-    probe = plain_client(port, timeout=SOCKET_TIMEOUT_S)
-    started = time.monotonic()
-    try:
-        while time.monotonic() - started < timeout:
-            try:
-                probe.xadd(b"probe", {b"p": b"after"})
-                return time.monotonic() - started
-            except (redis.ResponseError, redis.BusyLoadingError, redis.ConnectionError):
-                time.sleep(0.05)
-        return None
-    finally:
-        probe.close()
+@dataclass
+class Frozen:
+    """What happened around one freeze: the writers' ledgers (r1, r2), a reader per region, and
+    the marks (monotonic SIGSTOP / SIGCONT, recovery figures)."""
+
+    ledgers: list[Ledger] = field(default_factory=list)
+    r1_reads: Prober | None = None
+    r2_reads: Prober | None = None
+    marks: dict[str, float | str | None] = field(default_factory=dict)
+
+    @property
+    def stop(self) -> float:
+        stop = self.marks["stop"]
+        assert isinstance(stop, float)
+        return stop
+
+    @property
+    def cont(self) -> float:
+        cont = self.marks["cont"]
+        assert isinstance(cont, float)
+        return cont
+
+    def reads(self, region: int) -> Prober:
+        reader = self.r1_reads if region == 1 else self.r2_reads
+        assert reader is not None
+        return reader
+
+    def raise_if_still_refusing(self) -> None:
+        if self.marks["writes_again_s"] is None:
+            raise WritesStillRefused(f"r1 after SIGCONT: {self.marks['refusing_with']}")
 
 
-def freeze_scenario(
-    topo: LocalTopology, freeze_s: float, marks: dict[str, float | str | None]
-) -> Callable[[], None]:
-    """The fault, run by run_load while the writers go on: SIGSTOP r1's broker 1.5 s into the
-    load for `freeze_s`, SIGCONT, then wait for r1 to take a write; if it does not, restart r1's
-    node (what an operator would do) so the rest of the test can check the data."""
+def fault(topo: LocalTopology, freeze_s: float, marks: dict[str, float | str | None]) -> None:
+    """Run by run_load while the writers go on: SIGSTOP r1's broker 1.5 s into the load for
+    `freeze_s`, SIGCONT, then wait for r1 to take a write; if it does not, restart r1's node
+    (what an operator would do) so that the test can check the data."""
     broker = topo.brokers[1]._proc
     assert broker is not None
-
-    def fault() -> None:
-        time.sleep(1.5)
-        marks["stop"] = time.monotonic()
-        broker.send_signal(signal.SIGSTOP)
-        try:
-            time.sleep(freeze_s)
-        finally:
-            broker.send_signal(signal.SIGCONT)
-        marks["cont"] = time.monotonic()
-        marks["writes_again_s"] = write_again(topo.ports[1], RECOVERY_S)
-        if marks["writes_again_s"] is None:
-            marks["refusing_with"] = refusal(topo)
-            killed = time.monotonic()
-            topo.kill_node(1)
-            topo.start_node(1)
-            marks["after_restart_s"] = write_again(topo.ports[1], 60)
-            marks["restart_s"] = time.monotonic() - killed
-
-    return fault
+    time.sleep(1.5)
+    marks["stop"] = time.monotonic()
+    broker.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(freeze_s)
+    finally:
+        broker.send_signal(signal.SIGCONT)
+    marks["cont"] = time.monotonic()
+    marks["writes_again_s"] = first_write(topo.ports[1], RECOVERY_S)
+    if marks["writes_again_s"] is None:
+        marks["refusing_with"] = refusal(topo)
+        killed = time.monotonic()
+        topo.kill_node(1)
+        topo.start_node(1)
+        marks["after_restart_s"] = first_write(topo.ports[1], 60)
+        marks["restart_s"] = time.monotonic() - killed
 
 
 def refusal(topo: LocalTopology) -> str:
@@ -127,41 +141,44 @@ def refusal(topo: LocalTopology) -> str:
         client.close()
 
 
-def run_freeze(
-    topo: LocalTopology, freeze_s: float
-) -> tuple[list[Ledger], Prober, Prober, dict[str, float | str | None]]:
-    """Load in both regions, r1's broker frozen `freeze_s` meanwhile, a reader in each region."""
-    prepare(topo)
-    readers = Prober(topo.ports[1], SOCKET_TIMEOUT_S), Prober(topo.ports[2], SOCKET_TIMEOUT_S)
-    for reader in readers:
-        reader.start()
-    marks: dict[str, float | str | None] = {}
-    broker = topo.brokers[1]._proc
-    assert broker is not None
-    try:
-        ledgers = run_load(
-            topo, [1, 2], seconds=0, rate=RATE, during=freeze_scenario(topo, freeze_s, marks)
-        )
-    finally:
-        broker.send_signal(signal.SIGCONT)
-        for reader in readers:
-            reader.stop()
-    return ledgers, readers[0], readers[1], marks
+@contextmanager
+def frozen(freeze_s: float) -> Iterator[Frozen]:
+    """Two regions under load, r1's broker frozen `freeze_s` meanwhile, a reader in each
+    region; prints what happened and checks that no request hung, then hands over for the
+    test's own checks, then settles and checks the data (nothing lost, refused or doubled, the
+    logs fold to the digests, op logs 1..n)."""
+    with LocalTopology(regions=2, manual_sync=False) as topo:
+        prepare(topo)
+        out = Frozen()
+        out.r1_reads = Prober(topo.ports[1], SOCKET_TIMEOUT_S)
+        out.r2_reads = Prober(topo.ports[2], SOCKET_TIMEOUT_S)
+        broker = topo.brokers[1]._proc
+        assert broker is not None
+        out.r1_reads.start()
+        out.r2_reads.start()
+        try:
+            during = partial(fault, topo, freeze_s, out.marks)
+            out.ledgers = run_load(topo, [1, 2], seconds=0, rate=RATE, during=during)
+        finally:
+            broker.send_signal(signal.SIGCONT)
+            out.r1_reads.stop()
+            out.r2_reads.stop()
+        report(f"r1's Tansu SIGSTOPped {freeze_s:g} s under 2 regions x {RATE:g} req/s", out)
+        yield out
+        settle(topo)
+        counts = check_no_loss(topo, out.ledgers)
+        print(f"  checked in both regions: {counts}")
+        check_logs_fold_to_nodes(topo)
+        dots = check_dots(topo)
+        print(f"  logs fold to the digests; op logs 1..n on both clusters: {dots}")
 
 
-def report(
-    title: str,
-    ledgers: list[Ledger],
-    r1_reads: Prober,
-    r2_reads: Prober,
-    marks: dict[str, float | str | None],
-) -> tuple[float, float]:
-    """Print what happened around the freeze; returns (stop, cont)."""
-    stop, cont = marks["stop"], marks["cont"]
-    assert isinstance(stop, float) and isinstance(cont, float)
-    r1, r2 = ledgers
+def report(title: str, out: Frozen) -> None:
+    """Print what happened around the freeze; no request may have taken HANG_BOUND_S."""
+    stop, cont, marks = out.stop, out.cont, out.marks
+    r1, r2 = out.ledgers
     print(f"\nbroker frozen: {title}")
-    print(summary(ledgers))
+    print(summary(out.ledgers))
     first_error = min(
         (t + took for t, outcome, took in r1.events if t >= stop and outcome != "ok"),
         default=None,
@@ -169,10 +186,10 @@ def report(
     if first_error is not None:
         print(f"  r1: first failed request ended {first_error - stop:.2f}s after SIGSTOP")
     print(f"  r1 writes started during the freeze: {window(r1.events, stop, cont)}")
-    print(f"  r1 reads during the freeze: {window(r1_reads.events, stop, cont)}")
-    print(f"  r1 reads after SIGCONT: {window(r1_reads.events, cont, float('inf'))}")
+    print(f"  r1 reads during the freeze: {window(out.reads(1).events, stop, cont)}")
+    print(f"  r1 reads after SIGCONT: {window(out.reads(1).events, cont, float('inf'))}")
     print(f"  r2 writes during the freeze: {window(r2.events, stop, cont)}")
-    print(f"  r2 reads during the freeze: {window(r2_reads.events, stop, cont)}")
+    print(f"  r2 reads during the freeze: {window(out.reads(2).events, stop, cont)}")
     if marks["writes_again_s"] is not None:
         print(f"  r1 takes writes {marks['writes_again_s']:.2f}s after SIGCONT")
     else:
@@ -181,53 +198,35 @@ def report(
             f"restarted it: writes again {marks['after_restart_s']:.2f}s after the restart "
             f"(kill to first write {marks['restart_s']:.2f}s)"
         )
-    slowest = max(r1.slowest, r2.slowest, r1_reads.slowest, r2_reads.slowest)
+    slowest = max(r1.slowest, r2.slowest, out.reads(1).slowest, out.reads(2).slowest)
     print(f"  slowest request anywhere {slowest:.2f}s (bound asserted: {HANG_BOUND_S:g}s)")
     assert slowest < HANG_BOUND_S, "a client hung"
-    return stop, cont
 
 
-def check_data(topo: LocalTopology, ledgers: list[Ledger]) -> None:
-    settle(topo)
-    counts = check_no_loss(topo, ledgers)
-    print(f"  checked in both regions: {counts}")
-    check_logs_fold_to_nodes(topo)
-    dots = check_dots(topo)
-    print(f"  logs fold to the digests; op logs 1..n on both clusters: {dots}")
-
-
-def test_a_broker_stalled_briefly_delays_requests_and_loses_nothing() -> None:
-    freeze_s = 3.0
-    with LocalTopology(regions=2, manual_sync=False) as topo:
-        ledgers, r1_reads, r2_reads, marks = run_freeze(topo, freeze_s)
-        stop, cont = report(
-            f"r1's Tansu SIGSTOPped {freeze_s:g} s under 2 regions x {RATE:g} req/s",
-            ledgers,
-            r1_reads,
-            r2_reads,
-            marks,
-        )
-        for ledger in ledgers:
-            assert not ledger.errors, f"r{ledger.region}: a request failed: {ledger.errors}"
-        assert not r1_reads.errors() and not r2_reads.errors(), "a read failed"
-        held = max(took for t, _o, took in ledgers[0].events if t < cont and t + took > stop)
-        print(f"  r1's longest held write {held:.2f}s (the freeze was {freeze_s:g}s)")
-        assert held > freeze_s / 2, "r1's writes were not held by the frozen broker"
-        check_data(topo, ledgers)
-
-
-def check_failure_path(
-    ledgers: list[Ledger], r1_reads: Prober, r2_reads: Prober, stop: float, cont: float
-) -> None:
+def check_failure_path(out: Frozen) -> None:
     """Every request that met the freeze in r1 ended with an error reply (never a timeout or a
     dropped connection), and r2 went on as if nothing happened."""
-    r1, r2 = ledgers
-    for outcome in (*window(r1.events, stop, cont), *window(r1_reads.events, stop, cont)):
+    stop, cont = out.stop, out.cont
+    r1, r2 = out.ledgers
+    for outcome in (*window(r1.events, stop, cont), *window(out.reads(1).events, stop, cont)):
         assert outcome == "ok" or outcome.startswith(("ResponseError", "BusyLoadingError")), (
             f"a request in r1 ended without an error reply: {outcome}"
         )
     assert set(window(r2.events, stop, cont)) == {"ok"}, "r2's writes were affected"
-    assert set(window(r2_reads.events, stop, cont)) == {"ok"}, "r2's reads were affected"
+    assert set(window(out.reads(2).events, stop, cont)) == {"ok"}, "r2's reads were affected"
+
+
+def test_a_broker_stalled_briefly_delays_requests_and_loses_nothing() -> None:
+    freeze_s = 3.0
+    with frozen(freeze_s) as out:
+        for ledger in out.ledgers:
+            assert not ledger.errors, f"{ledger.name}: a request failed: {ledger.errors}"
+        assert not out.reads(1).errors() and not out.reads(2).errors(), "a read failed"
+        held = max(
+            took for t, _o, took in out.ledgers[0].events if t < out.cont and t + took > out.stop
+        )
+        print(f"  r1's longest held write {held:.2f}s (the freeze was {freeze_s:g}s)")
+        assert held > freeze_s / 2, "r1's writes were not held by the frozen broker"
 
 
 @pytest.mark.xfail(
@@ -244,26 +243,15 @@ def check_failure_path(
     ),
 )
 def test_a_frozen_broker_fails_writes_with_an_error_in_bounded_time_and_loses_nothing() -> None:
-    freeze_s = 14.0
-    with LocalTopology(regions=2, manual_sync=False) as topo:
-        ledgers, r1_reads, r2_reads, marks = run_freeze(topo, freeze_s)
-        stop, cont = report(
-            f"r1's Tansu SIGSTOPped {freeze_s:g} s under 2 regions x {RATE:g} req/s",
-            ledgers,
-            r1_reads,
-            r2_reads,
-            marks,
-        )
-        r1 = ledgers[0]
-        failed = [t + took - stop for t, out, took in r1.events if t >= stop and out != "ok"]
+    with frozen(14.0) as out:
+        r1 = out.ledgers[0]
+        failed = [t + took - out.stop for t, o, took in r1.events if t >= out.stop and o != "ok"]
         assert failed, "no write failed while the broker was frozen past the commit timeout"
         assert min(failed) < COMMIT_TIMEOUT_S + 5, "the first write error came late"
         texts = " ".join(r1.errors)
         assert "did not confirm the write" in texts or "writes refused" in texts, texts
-        check_failure_path(ledgers, r1_reads, r2_reads, stop, cont)
-        check_data(topo, ledgers)
-    if marks["writes_again_s"] is None:
-        raise WritesStillRefused(f"r1 after SIGCONT: {marks['refusing_with']}")
+        check_failure_path(out)
+    out.raise_if_still_refusing()
 
 
 @pytest.mark.xfail(
@@ -279,20 +267,9 @@ def test_a_frozen_broker_fails_writes_with_an_error_in_bounded_time_and_loses_no
     ),
 )
 def test_writes_are_taken_again_after_a_freeze_past_the_metadata_timeout() -> None:
-    freeze_s = 7.0
-    with LocalTopology(regions=2, manual_sync=False) as topo:
-        ledgers, r1_reads, r2_reads, marks = run_freeze(topo, freeze_s)
-        stop, cont = report(
-            f"r1's Tansu SIGSTOPped {freeze_s:g} s under 2 regions x {RATE:g} req/s",
-            ledgers,
-            r1_reads,
-            r2_reads,
-            marks,
-        )
-        check_failure_path(ledgers, r1_reads, r2_reads, stop, cont)
-        check_data(topo, ledgers)
-    if marks["writes_again_s"] is None:
-        raise WritesStillRefused(f"r1 after SIGCONT: {marks['refusing_with']}")
+    with frozen(7.0) as out:
+        check_failure_path(out)
+    out.raise_if_still_refusing()
 
 
 def test_reload_finishes_while_another_region_writes() -> None:

@@ -24,14 +24,13 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import hiredis
 import pytest
 import redis
 from support import RawClient, encode_command, wait_until
 
-from faults.workload import Prober, percentile, plain_client
+from faults.workload import Prober, node_memory_mb, node_pid, percentile, plain_client
 from topology.local import LocalTopology
 
 pytestmark = [pytest.mark.kafka, pytest.mark.slow]
@@ -47,14 +46,6 @@ RSS_GROWTH_BOUND_MB = 250
 never-reading client alone would add ~600 MB if its replies were buffered."""
 P99_BOUND_S = 1.5
 """Generous, for a loaded 2-core machine: an XADD commits in a few ms when nothing else runs."""
-
-
-def vm_kb(pid: int, field: str) -> int:
-    """VmRSS (resident now) or VmHWM (peak resident) of a process, in kB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise KeyError(field)
 
 
 def open_fds(pid: int) -> int:
@@ -111,8 +102,7 @@ class Phases:
                 percentile(latencies, 0.5),
                 percentile(latencies, 0.99),
                 len(latencies),
-                vm_kb(self.pid, "VmRSS") // 1024,
-                vm_kb(self.pid, "VmHWM") // 1024,
+                *node_memory_mb(self.pid),
             )
         )
 
@@ -207,7 +197,7 @@ def test_hostile_clients_leave_the_node_memory_and_other_clients_latency_bounded
     ):
         port = topo.ports[1]
         control = plain_client(port, timeout=60)
-        pid = int(control.info("server")["process_id"])
+        pid = node_pid(control)
         with control.pipeline(transaction=False) as pipe:
             for n in range(BIG_ENTRIES):
                 pipe.xadd(b"big", {b"v": bytes([65 + n % 26]) * BIG_VALUE})
@@ -216,7 +206,7 @@ def test_hostile_clients_leave_the_node_memory_and_other_clients_latency_bounded
         big_reply = len(raw.call([b"XRANGE", b"big", b"-", b"+"]))
         raw.close()
         connected_before, _ = clients_info(control)
-        rss_before = vm_kb(pid, "VmRSS") // 1024
+        rss_before, _peak = node_memory_mb(pid)
         prober = Prober(port, interval=0.02, request=lambda c: c.xadd(b"probe", {b"p": b"1"}))
         prober.start()
         phases = Phases(pid, prober)
@@ -234,7 +224,7 @@ def test_hostile_clients_leave_the_node_memory_and_other_clients_latency_bounded
                 hog = never_reading_client(port)
                 time.sleep(3.0)
                 assert control.ping()
-            rss_while_hog = vm_kb(pid, "VmRSS") // 1024
+            rss_while_hog, _peak = node_memory_mb(pid)
             hog.close()
             with phases.phase(f"pipeline of {PIPELINE:,} requests"):
                 replies, took, error_replies = pipeline(port)
@@ -248,8 +238,7 @@ def test_hostile_clients_leave_the_node_memory_and_other_clients_latency_bounded
                 sock.close()
             prober.stop()
         wait_until(lambda: clients_info(control)[0] <= connected_before + 1, 30)
-        rss_after = vm_kb(pid, "VmRSS") // 1024
-        peak = vm_kb(pid, "VmHWM") // 1024
+        rss_after, peak = node_memory_mb(pid)
         print(f"\nhostile clients: one node; RSS {rss_before} MB before, {rss_after} MB after")
         print(phases.report())
         print(

@@ -13,17 +13,14 @@ landed whole or not at all.
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 import time
 from functools import partial
-from pathlib import Path
 
 import pytest
 from support import wait_until
 
 from faults.workload import (
+    Process,
     check_dots,
     check_logs_fold_to_nodes,
     check_no_loss,
@@ -32,6 +29,7 @@ from faults.workload import (
     run_load,
     summary,
     vector_of,
+    waited,
 )
 from topology.local import LocalTopology
 
@@ -43,59 +41,25 @@ DEAD_S = 1.0
 """How long the mirror stays dead each time: the backlog it finds on restart."""
 
 
-class MirrorProcess:
-    """`python -m topology.mirror --topology FILE` as its own process, its output in a file."""
+class MirrorProcess(Process):
+    """`python -m topology.mirror --topology FILE`, each run's output in a file of its own."""
 
     def __init__(self, topo: LocalTopology) -> None:
+        super().__init__(topo.workdir / "mirror-0.log")
         self.topo = topo
-        self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
 
-    @property
-    def log(self) -> Path:
-        return self.topo.workdir / f"mirror-{self.starts}.log"
-
-    def start(self) -> None:
+    def run(self) -> None:
         self.starts += 1
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "topology.mirror",
-                    "--topology",
-                    str(self.topo.topology_path),
-                    "--interval",
-                    "0.1",
-                ],
-                stdout=out,
-                stderr=out,
-                start_new_session=True,
-            )
+        self.log = self.topo.workdir / f"mirror-{self.starts}.log"
+        self.start(
+            "topology.mirror", "--topology", str(self.topo.topology_path), "--interval", "0.1"
+        )
 
     def copied_pairs(self) -> set[str]:
         """The pairs this run reported copying ("r1 -> r2: N copied (+d)") so far."""
-        lines = self.log.read_text().splitlines()
+        lines = self.output().splitlines()
         return {line.split(":", 1)[0] for line in lines if " copied (+" in line}
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        assert self.proc.poll() is None, f"the mirror died by itself:\n{self.log.read_text()}"
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-        self.proc = None
-
-    def stop(self) -> None:
-        """SIGTERM (a clean stop), SIGKILL if it does not stop within 10 s."""
-        if self.proc is None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc = None
 
 
 def lag(topo: LocalTopology) -> int:
@@ -123,7 +87,7 @@ def test_a_mirror_killed_mid_copy_under_load_loses_and_repeats_nothing() -> None
     with LocalTopology(regions=3, manual_sync=True) as topo:
         prepare(topo)  # in-process copy, before the mirror process exists
         mirror = MirrorProcess(topo)
-        mirror.start()
+        mirror.run()
         kills: list[dict[str, float]] = []
         try:
 
@@ -141,8 +105,7 @@ def test_a_mirror_killed_mid_copy_under_load_loses_and_repeats_nothing() -> None
                     at_kill = lag(topo)
                     time.sleep(DEAD_S)
                     backlog = lag(topo)
-                    mirror.start()
-                    restarted = time.monotonic()
+                    mirror.run()
                     figures: dict[str, float] = {
                         "pairs_copying_at_kill": pairs,
                         "lag_at_kill": at_kill,
@@ -150,13 +113,13 @@ def test_a_mirror_killed_mid_copy_under_load_loses_and_repeats_nothing() -> None
                     }
                     if k != 0:  # after kill 1 the next kill comes mid-backlog: no wait
                         vectors = {i: vector_of(topo.client(i)) for i in topo.ports}
-                        wait_until(partial(applied_up_to, topo, vectors), 30)
-                        figures["restart_to_backlog_applied_s"] = time.monotonic() - restarted
+                        took = waited(partial(applied_up_to, topo, vectors), 30)
+                        figures["restart_to_backlog_applied_s"] = took
                     kills.append(figures)
 
             ledgers = run_load(topo, [1, 2, 3], seconds=0, rate=RATE, during=crashes, tail=2.0)
             nodes = {topo.names[i]: topo.client(i) for i in topo.ports}
-            waited = converge(nodes, timeout=60)
+            converged_s = converge(nodes, timeout=60)
         finally:
             mirror.stop()
         print(
@@ -171,7 +134,7 @@ def test_a_mirror_killed_mid_copy_under_load_loses_and_repeats_nothing() -> None
                 for name, value in figures.items()
             )
             print(f"  kill {k}: {shown}")
-        print(f"  converged through the restarted mirror {waited:.2f}s after the writers stopped")
+        print(f"  converged through the restarted mirror {converged_s:.2f}s after the load")
         assert len(kills) == 3
         assert all(figures["lag_at_kill"] + figures["backlog_at_restart"] > 0 for figures in kills)
         counts = check_no_loss(topo, ledgers)

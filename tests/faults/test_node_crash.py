@@ -13,7 +13,7 @@ from faults.workload import (
     check_logs_fold_to_nodes,
     check_no_loss,
     check_pel,
-    plain_client,
+    first_write,
     prepare,
     run_load,
     settle,
@@ -39,14 +39,7 @@ def test_a_node_killed_under_load_loses_no_acknowledged_write_and_converges() ->
             time.sleep(0.5)
             topo.start_node(2)
             figures["restart_s"] = time.monotonic() - killed - 0.5
-            probe = plain_client(topo.ports[2])
-            while True:  # the first write it takes again
-                try:
-                    probe.xadd(b"probe", {b"p": b"x"})
-                    break
-                except Exception:
-                    time.sleep(0.01)
-            probe.close()
+            assert first_write(topo.ports[2], 60) is not None, "r2 takes no write again"
             figures["kill_to_write_s"] = time.monotonic() - killed
 
         ledgers = run_load(topo, [1, 2, 3], seconds=6.0, rate=RATE, during=crash)

@@ -20,6 +20,7 @@ from faults.workload import (
     run_load,
     settle,
     summary,
+    waited,
 )
 from topology.local import LocalTopology
 
@@ -31,14 +32,6 @@ PARTITION_S = 4.0
 
 def ids(client: object, key: bytes) -> list[bytes]:
     return [eid for eid, _f in client.xrange(key)]  # type: ignore[attr-defined]
-
-
-def until(check: object, timeout: float = 20) -> float:
-    started = time.monotonic()
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() - started < timeout, "condition not reached"
-        time.sleep(0.01)
-    return time.monotonic() - started
 
 
 def test_a_partitioned_region_heals_converged_with_observed_remove_and_delete_wins() -> None:
@@ -67,7 +60,7 @@ def test_a_partitioned_region_heals_converged_with_observed_remove_and_delete_wi
             c1.delete(b"dw:del")  # delete wins over r3's concurrent create
             assert c3.xgroup_create(b"dw:del", b"group2", id="0")
             c1.xgroup_create(b"dw:destroy", b"group1", id="0", mkstream=True)
-            until(lambda: c2.exists(b"dw:destroy") == 1)
+            waited(lambda: c2.exists(b"dw:destroy") == 1, 20)
             assert c2.xgroup_destroy(b"dw:destroy", b"group1") == 1
             assert c3.xgroup_create(b"dw:destroy", b"group1", id="0", mkstream=True)
             time.sleep(max(0.0, PARTITION_S - (time.monotonic() - cut)))
@@ -80,8 +73,8 @@ def test_a_partitioned_region_heals_converged_with_observed_remove_and_delete_wi
             for mirror in into_r3:
                 mirror.resume()
             outcome["healed"] = healed
-            outcome["caught_up_s"] = until(
-                lambda: (v := topo.vector(3))["r1"] >= v1["r1"] and v["r2"] >= v2["r2"]
+            outcome["caught_up_s"] = waited(
+                lambda: (v := topo.vector(3))["r1"] >= v1["r1"] and v["r2"] >= v2["r2"], 20
             )
 
         ledgers = run_load(topo, [1, 2, 3], seconds=7.0, rate=RATE, during=partition, tail=1.0)
@@ -92,7 +85,7 @@ def test_a_partitioned_region_heals_converged_with_observed_remove_and_delete_wi
             vectors = [topo.vector(i) for i in (1, 2, 3)]
             return len(digests) == 1 and all(v == vectors[0] for v in vectors)
 
-        waited = until(converged, timeout=60)
+        took = waited(converged, 60)
         healed = outcome["healed"]
         assert isinstance(healed, float)
         print(
@@ -102,8 +95,8 @@ def test_a_partitioned_region_heals_converged_with_observed_remove_and_delete_wi
         print(summary(ledgers))
         print(
             f"  r3 applied the backlog {outcome['caught_up_s']:.2f}s after the heal (under load); "
-            f"all digests equal {waited:.2f}s after the writers stopped "
-            f"({stopped - healed + waited:.2f}s after the heal, writers ran 1 s past it)"
+            f"all digests equal {took:.2f}s after the writers stopped "
+            f"({stopped - healed + took:.2f}s after the heal, writers ran 1 s past it)"
         )
         settle(topo)
         counts = check_no_loss(topo, ledgers)

@@ -8,8 +8,6 @@ acknowledged is in every region exactly once, and the logs fold to the nodes' di
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 
 import pytest
@@ -17,6 +15,7 @@ import redis
 from support import free_port, wait_until
 
 from faults.workload import (
+    Process,
     Writer,
     check_dots,
     check_no_loss,
@@ -38,34 +37,21 @@ FENCED = "another writer took over region r1"
 longer accepts writes")."""
 
 
-class SecondNode:
+class SecondNode(Process):
     """Another `python -m streams.node` for a region of `topo`, on a port of its own."""
 
     def __init__(self, topo: LocalTopology, region: int) -> None:
+        super().__init__(topo.workdir / f"node-r{region}-second.log")
         self.topo = topo
         self.region = region
         self.port = free_port()
-        self.log = topo.workdir / f"node-r{region}-second.log"
-        self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "streams.node",
-                    "--topology",
-                    str(self.topo.topology_path),
-                    "--region",
-                    self.topo.names[self.region],
-                    "--port",
-                    str(self.port),
-                ],
-                stdout=out,
-                stderr=out,
-                start_new_session=True,
-            )
+    def run(self) -> None:
+        """Start it and wait until it answers."""
+        topology, name = str(self.topo.topology_path), self.topo.names[self.region]
+        self.start(
+            "streams.node", "--topology", topology, "--region", name, "--port", str(self.port)
+        )
         probe = plain_client(self.port, timeout=1)
         try:
             wait_until(lambda: self._answers(probe), timeout=60, interval=0.05)
@@ -73,22 +59,11 @@ class SecondNode:
             probe.close()
 
     def _answers(self, probe: redis.Redis) -> bool:
-        assert self.proc is not None and self.proc.poll() is None, self.log.read_text()
+        assert self.alive(), self.output()
         try:
             return bool(probe.ping())
         except redis.ConnectionError:
             return False
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc = None
 
 
 def first_refusal(port: int, timeout: float) -> str:
@@ -120,7 +95,7 @@ def test_a_second_node_for_a_region_fences_the_first_and_the_log_never_forks() -
             def split() -> None:
                 time.sleep(2.0)
                 started = time.monotonic()
-                second.start()
+                second.run()
                 marks["second_ready_s"] = time.monotonic() - started
                 writer = Writer(topo, 1, RATE, port=second.port, tag="r1-second")
                 writer.start()
@@ -133,7 +108,7 @@ def test_a_second_node_for_a_region_fences_the_first_and_the_log_never_forks() -
             ledgers += [w.stop() for w in writers]
             new = plain_client(second.port)
             nodes = {"r1": new, "r2": topo.client(2), "r3": topo.client(3)}
-            waited = converge(nodes)
+            converged_s = converge(nodes)
             old = topo.client(1)
             old_final = first_refusal(topo.ports[1], 5)
             digest = new.execute_command("CRDT.DIGEST")
@@ -149,7 +124,7 @@ def test_a_second_node_for_a_region_fences_the_first_and_the_log_never_forks() -
                 f"{str(marks['old_refuses'])[:120]}"
             )
             print(f"  the old node still refuses at the end: {old_final[:100]}")
-            print(f"  converged (new r1, r2, r3) {waited:.2f}s after the writers stopped")
+            print(f"  converged (new r1, r2, r3) {converged_s:.2f}s after the writers stopped")
             assert FENCED in str(marks["old_refuses"]), marks["old_refuses"]
             assert FENCED in old_final, old_final
             assert any(FENCED in error for error in ledgers[0].errors), ledgers[0].errors

@@ -14,17 +14,22 @@ the same XADD twice and blur exactly what is being measured.
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import redis
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+from support import wait_until
 
 from streams.crdt import ops
 from streams.ops.codec import decode
@@ -355,6 +360,84 @@ def run_load(
         during()
     time.sleep(max(seconds - (time.monotonic() - started), tail))
     return [w.stop() for w in writers]
+
+
+def waited(predicate: Callable[[], bool], timeout: float) -> float:
+    """`support.wait_until`, returning the seconds it took."""
+    started = time.monotonic()
+    wait_until(predicate, timeout=timeout)
+    return time.monotonic() - started
+
+
+def node_pid(client: redis.Redis) -> int:
+    return int(client.info("server")["process_id"])
+
+
+def node_memory_mb(pid: int) -> tuple[int, int]:
+    """(resident now, peak resident) of a process in MB: VmRSS and VmHWM from /proc."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    return int(fields["VmRSS"].split()[0]) // 1024, int(fields["VmHWM"].split()[0]) // 1024
+
+
+def first_write(port: int, timeout: float) -> float | None:
+    """Seconds until the node on `port` acknowledges a write (an XADD to `probe`), or None when
+    it refused or could not be reached for `timeout` seconds."""
+    probe = plain_client(port, timeout=30)
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < timeout:
+            try:
+                probe.xadd(b"probe", {b"p": b"x"})
+                return time.monotonic() - started
+            except (redis.ResponseError, redis.ConnectionError, redis.TimeoutError):
+                time.sleep(0.02)  # BusyLoadingError (LOADING) is a ConnectionError
+        return None
+    finally:
+        probe.close()
+
+
+class Process:
+    """A product process a test starts (`python -m MODULE ...`), in its own session, its output
+    in `log`: SIGKILL it (`kill`) or stop it cleanly (`stop`: SIGTERM, SIGKILL after 10 s)."""
+
+    def __init__(self, log: Path) -> None:
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, module: str, *args: str) -> None:
+        assert self.proc is None, "already running"
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", module, *args],
+                stdout=out,
+                stderr=out,
+                start_new_session=True,
+            )
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        assert self.proc is not None and self.alive(), f"it died by itself:\n{self.output()}"
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
 def serving(client: redis.Redis, timeout: float = 60) -> float:
