@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from streams.crdt import ops
 from streams.ops.codec import DecodeError, decode
@@ -53,6 +53,7 @@ from topology.topics import is_oplog_topic
 log = logging.getLogger(__name__)
 
 TOPIC_REFRESH_S = 0.5
+TOPIC_RETRY_S = 1.0
 PROGRESS_EVERY_S = 5.0
 POLL_S = 0.05
 MAX_BATCH = 10_000
@@ -293,8 +294,14 @@ class Materializer:
             while not self._stop.is_set():
                 now = time.monotonic()
                 if now >= next_refresh:
-                    self._refresh()
                     next_refresh = now + TOPIC_REFRESH_S
+                    try:
+                        self._refresh()
+                    except KafkaException as exc:
+                        # The broker is unreachable for now (frozen, restarting): the topic list
+                        # is looked up again later; reading goes on with what is assigned.
+                        log.warning("%s: cannot list topics, retrying: %s", self.name, exc)
+                        next_refresh = now + TOPIC_RETRY_S
                 batch, delivered = self._poll()
                 self.records_read += len(batch)
                 if batch:

@@ -58,23 +58,25 @@ class RegionWriter:
         self.timeout_s = timeout_s
         self.fenced = False
         self.fail_next = 0
+        """Test hook (CRDT.FAULT): abort this many upcoming transactions as failed."""
         self.next_offsets: dict[str, int] = {}
         """Per own topic: one past the last record a committed transaction wrote."""
-        """Test hook (CRDT.FAULT): abort this many upcoming transactions as failed."""
-        self._producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "transactional.id": transactional_id(region_name),
-                "acks": "all",
-                "enable.idempotence": True,
-                "linger.ms": 0,
-                # Redis takes values up to 512 MB; Kafka's default record limit is 1 MB.
-                "message.max.bytes": MAX_RECORD_BYTES,
-                "transaction.timeout.ms": 60000,
-                "message.timeout.ms": int(timeout_s * 1000),
-                "log_level": 3,
-            }
-        )
+        self._config: dict[str, object] = {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": transactional_id(region_name),
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 0,
+            # Redis takes values up to 512 MB; Kafka's default record limit is 1 MB.
+            "message.max.bytes": MAX_RECORD_BYTES,
+            "transaction.timeout.ms": 60000,
+            "message.timeout.ms": int(timeout_s * 1000),
+            "log_level": 3,
+        }
+        self._producer = Producer(self._config)
+        self._renew_needed = False
+        """A failed transaction could not be aborted (librdkafka refuses to abort while a timed
+        out commit is still in progress): the producer must be replaced before the next one."""
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"writer-{region_name}")
 
     def start(self) -> None:
@@ -93,6 +95,8 @@ class RegionWriter:
     def _append_sync(self, replicated: Sequence[ops.Op], local: Sequence[ops.LocalOp]) -> None:
         if self.fenced:
             raise WriterFenced(self._fenced_text())
+        if self._renew_needed:
+            self._renew()
         producer = self._producer
         try:
             producer.begin_transaction()
@@ -142,10 +146,38 @@ class RegionWriter:
             self.next_offsets[topic] = max(self.next_offsets.get(topic, 0), offset + 1)
 
     def _abort(self) -> None:
+        """Abort the open transaction; when librdkafka cannot (a commit that timed out is still
+        in progress, the broker is unreachable), replace the producer instead."""
         try:
             self._producer.abort_transaction(self.timeout_s)
-        except KafkaException as exc:  # the producer may be unusable; the node will report it
-            log.warning("abort_transaction failed: %s", exc)
+        except KafkaException as exc:
+            log.warning("abort_transaction failed (%s): replacing the producer", exc)
+            self._renew_needed = True
+            try:
+                self._renew()
+            except WriterError as renew_exc:  # retried before the next transaction
+                log.warning("%s", renew_exc)
+
+    def _renew(self) -> None:
+        """A new producer with the same transactional id: its init_transactions makes the
+        coordinator finish the old producer's transaction (commit if it was being committed,
+        abort otherwise) and fences the old producer; whichever it was, the node's reload reads
+        the log to learn it. Raises WriterError while the broker cannot be reached."""
+        old = self._producer
+        old.purge()
+        fresh = Producer(self._config)
+        try:
+            fresh.init_transactions(self.timeout_s)
+        except KafkaException as exc:
+            raise WriterError(
+                f"the op log is unreachable: cannot renew the writer of {self.region_name}: "
+                f"{exc.args[0].str() if exc.args else exc}"
+            ) from exc
+        self._producer = fresh
+        self._renew_needed = False
+        log.warning(
+            "%s: writer renewed after a transaction that could not be aborted", self.region_name
+        )
 
     def _fenced_text(self) -> str:
         return (

@@ -7,15 +7,15 @@ thawed (SIGCONT). Three lengths, because three timeouts decide what happens:
 - 14 s, past the writer's 10 s commit timeout: the failure path of the group-commit write path.
   Every request started during the freeze ends with an error reply (no client hangs past a
   recorded bound), r2 is unaffected; the node answers LOADING to reads too while it cannot reload
-  (recorded, it is the documented trade-off). After SIGCONT the node should take writes again; it
-  does not (a defect in the writer, below), so the test restarts it, checks that nothing
-  acknowledged was lost or doubled, and then fails on purpose as a strict xfail.
+  (recorded, it is the documented trade-off). After SIGCONT it takes writes again within
+  RECOVERY_S. (It did not before: abort_transaction after a timed-out commit is refused by
+  librdkafka and the producer stayed mid-commit; the writer now replaces its producer.)
 - 7 s, past the materializer's 5 s metadata timeout but under the commit timeout: the writes in
-  flight commit at SIGCONT, and then the node refuses writes for good (a second defect, below),
-  checked the same way.
+  flight commit at SIGCONT and writes go on. (Before, the failed topic lookup stopped the
+  materializer for good and the node refused writes until restarted; it now retries.)
 
-The `raises=` of the two xfails is `WritesStillRefused`: any other failure (a lost write, a hang,
-a doubled op, a digest mismatch) fails those tests for real.
+`WritesStillRefused` is raised last, after every other check: a node that still refuses writes
+after SIGCONT (it is then restarted so that the data can be checked) fails the test.
 """
 
 from __future__ import annotations
@@ -229,19 +229,6 @@ def test_a_broker_stalled_briefly_delays_requests_and_loses_nothing() -> None:
         assert held > freeze_s / 2, "r1's writes were not held by the frozen broker"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=WritesStillRefused,
-    reason=(
-        "defect (streams/node/writer.py RegionWriter._append_sync): when commit_transaction "
-        "times out (broker unreachable past the 10 s commit timeout) the writer calls "
-        "abort_transaction, which librdkafka refuses ('Conflicting commit_transaction API call "
-        "is already in progress'); the producer stays mid-commit, so every later batch fails the "
-        "same way and the node alternates between LOADING and that error until it is restarted "
-        "(librdkafka wants commit_transaction retried after a retriable timeout, or a new "
-        "producer)"
-    ),
-)
 def test_a_frozen_broker_fails_writes_with_an_error_in_bounded_time_and_loses_nothing() -> None:
     with frozen(14.0) as out:
         r1 = out.ledgers[0]
@@ -254,18 +241,6 @@ def test_a_frozen_broker_fails_writes_with_an_error_in_bounded_time_and_loses_no
     out.raise_if_still_refusing()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=WritesStillRefused,
-    reason=(
-        "defect (streams/node/materializer.py Materializer._run / _refresh): "
-        "list_topics(timeout=5) failing while the broker is unreachable for more than 5 s "
-        "raises out of the reading loop, which treats every exception as fatal; the node then "
-        "refuses writes ('writes refused: ... Failed to get metadata') and stops applying other "
-        "regions' ops until it is restarted, although the broker came back (only a failed "
-        "write batch, which reloads, would clear it)"
-    ),
-)
 def test_writes_are_taken_again_after_a_freeze_past_the_metadata_timeout() -> None:
     with frozen(7.0) as out:
         check_failure_path(out)
