@@ -27,3 +27,10 @@ def string2ll(raw: bytes) -> int | None:
     if not LLONG_MIN <= value <= LLONG_MAX:
         return None
     return value
+
+
+def wrap64(value: int) -> int:
+    """`value` as a signed 64-bit C integer holds it after overflow (two's complement): Redis
+    keeps a stream's entries-added as uint64 and a group's entries-read as long long, adds and
+    subtracts them in C and answers them as signed, so 2**63 - 1 + 1 is -2**63 there."""
+    return ((value - LLONG_MIN) % 2**64) + LLONG_MIN

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from streams.crdt.groups import Group
 from streams.crdt.state import KeyState
 from streams.ids import MAX_ID, MIN_ID, StreamID
+from streams.numbers import wrap64
 
 
 def first_id(ks: KeyState) -> StreamID:
@@ -52,9 +53,9 @@ def estimate_distance(ks: KeyState, sid: StreamID) -> int | None:
     first = first_id(ks)
     if ks.max_deleted_id == MIN_ID or ks.max_deleted_id < first:
         if sid < first:
-            return ks.entries_added - length
+            return wrap64(ks.entries_added - length)
         if sid == first:
-            return ks.entries_added - length + 1
+            return wrap64(ks.entries_added - length + 1)
     return None
 
 
@@ -79,11 +80,11 @@ def group_lag(ks: KeyState, group: Group) -> int | None:
         return 0
     last = group.last_delivered()
     if group.entries_read is not None and not range_has_tombstones(ks, last, None):
-        return ks.entries_added - group.entries_read
+        return wrap64(ks.entries_added - group.entries_read)
     estimated = estimate_distance(ks, last)
     if estimated is None:
         return None
-    return ks.entries_added - estimated
+    return wrap64(ks.entries_added - estimated)
 
 
 def entries_read_after(ks: KeyState, group: Group, delivered: Iterable[StreamID]) -> int | None:
@@ -98,7 +99,7 @@ def entries_read_after(ks: KeyState, group: Group, delivered: Iterable[StreamID]
     for sid in delivered:
         top = max(sid, last)
         if counter is not None and not range_has_tombstones(ks, sid, None):
-            counter += 1
+            counter = wrap64(counter + 1)
         elif ks.entries_added:
             counter = estimate_distance(ks, top)
         last = top

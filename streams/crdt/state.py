@@ -17,6 +17,7 @@ from streams.crdt import ops
 from streams.crdt.entries import EntryLogs
 from streams.crdt.groups import Group, initial_cursors, pel_key
 from streams.ids import MIN_ID, StreamID
+from streams.numbers import wrap64
 
 Dot = tuple[int, int]
 
@@ -107,7 +108,7 @@ class State:
         ks = self._key(body.key)
         ks.entries.add(op.origin, op.seq, body.id, body.fields)
         ks.last_id = max(ks.last_id, body.id)
-        ks.entries_added += 1
+        ks.entries_added = wrap64(ks.entries_added + 1)
 
     def _apply_del(self, op: ops.Op, body: ops.Del) -> None:
         ks = self._key(body.key)
