@@ -62,8 +62,8 @@ RECOVERY_S = 15.0
 
 
 class WritesStillRefused(Exception):
-    """The node did not take a write within RECOVERY_S of SIGCONT (raised last, after every
-    other check passed, so that only this outcome matches the xfails)."""
+    """The node did not take a write within RECOVERY_S of SIGCONT (raised last, once every
+    other check passed: the data is checked whatever happened)."""
 
 
 @dataclass
