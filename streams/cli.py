@@ -63,6 +63,12 @@ def _up(args: argparse.Namespace) -> int:
             resp = f"{cfg.bind}:{cfg.resp_port}"
             print(f"{cfg.name:<8} {cfg.id:>3}  {resp:<22} {cfg.bootstrap:<22} {cfg.id_mode}")
         print(f"topology file: {topo.topology_path}   (streams status reads it)")
+        if external is None:
+            print(
+                "note: the embedded brokers keep everything in memory and nothing on disk; "
+                "stopping them loses every stream. For durable data run the nodes against "
+                "existing Kafka clusters: streams up --topology FILE"
+            )
         print("replicating continuously; Ctrl-C stops everything", flush=True)
         stop.wait()
     finally:
@@ -179,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         "up",
         help="start brokers, mirrors and region nodes; print the RESP ports",
         description="Start the embedded topology (one Tansu broker per region, the mirrors, one "
-        "node per region) or, with --topology, nodes and mirrors for existing Kafka clusters.",
+        "node per region) or, with --topology, nodes and mirrors for existing Kafka clusters. "
+        "The embedded brokers keep nothing on disk: for durable data use --topology.",
     )
     up.add_argument("--regions", type=int, default=3, help="embedded regions (default 3)")
     up.add_argument("--topology", help="topology TOML file naming existing Kafka clusters")
