@@ -6,11 +6,15 @@ One embedded broker is filled with synthetic op logs: three regions' `.oplog` to
 1,000 keys, interleaved as three regions in sync would write them (each op's causal context holds
 the other origins' latest seqs), produced directly in large batches (writing millions of ops
 through a node would measure the node, not the fold). Then, for each master, a fresh worker
-process builds its SparkSession, runs one small warm-up snapshot (JVM and Python workers start),
-and times `streams.pipeline.snapshot.snapshot` over the whole topic set: read through the
+process builds its SparkSession, runs one warm-up snapshot of WARMUP_OPS ops held by a second
+broker (the JVM's JIT and the Python workers' imports happen there: on a first job they cost
+more CPU than folding 300,000 ops), and times `streams.pipeline.snapshot.snapshot` over the
+whole topic set: read through the
 `streams_oplog` source, grouped by key, folded with the node's `streams.crdt` code, written in
 the snapshot format. The single-process replay rate (`streams.replay.fold.Fold` over the same
-records, decoded in this process) is measured beside it.
+records, decoded in this process) is measured beside it. Each timed run also reports its phases
+(`snapshot(phases=...)`) and the CPU seconds its process tree used (driver, JVM, Python workers,
+from /proc), whose ratio to the wall time says how many cores the run kept busy.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from topology.kafka import MAX_RECORD_BYTES, consumer_config
 ORIGINS = (1, 2, 3)
 KEYS = 1000
 SECTION = "pipeline"
+WARMUP_OPS = 60_000
+PHASES = ("plan", "read", "cut", "fold", "write")
 
 
 def synthetic_ops(n: int) -> list[tuple[str, bytes]]:
@@ -122,24 +128,53 @@ def replay_rate(bootstrap: str, n: int) -> float:
     return n / elapsed
 
 
-def worker(bootstrap: str, master: str, out: str) -> None:
+def tree_cpu_seconds(root: int) -> float:
+    """utime + stime (and that of reaped children) of `root` and its descendants, from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parent: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fp:
+                fields = fp.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(entry)] = int(fields[1])
+        cpu[int(entry)] = sum(int(f) for f in fields[11:15]) / tick
+    tree, frontier = {root}, [root]
+    while frontier:
+        pid = frontier.pop()
+        for child, pp in parent.items():
+            if pp == pid and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return sum(cpu.get(pid, 0.0) for pid in tree)
+
+
+def worker(bootstrap: str, warmup: str, master: str, out: str) -> None:
     """Runs in a fresh process per master: warm up, then time one snapshot; prints JSON."""
     from streams.pipeline.session import spark_session
     from streams.pipeline.snapshot import snapshot
 
     cores = int(master[len("local[") : -1]) if master.startswith("local[") else 2
     spark = spark_session(master, shuffle_partitions=cores * 4)
-    # Warm-up: the JVM's first job and the Python workers start outside the timed run.
-    spark.range(10_000).repartition(cores).rdd.map(lambda row: row[0] * 2).sum()
+    snapshot(spark, warmup, "r1", out, id_mode="liberal", region_id=1)
+    phases: dict[str, float] = {}
+    cpu_before = tree_cpu_seconds(os.getpid())
     started = time.monotonic()
-    digest = snapshot(spark, bootstrap, "r1", out, id_mode="liberal", region_id=1)
-    print(json.dumps({"seconds": time.monotonic() - started, "digest": digest}), flush=True)
+    digest = snapshot(spark, bootstrap, "r1", out, id_mode="liberal", region_id=1, phases=phases)
+    seconds = time.monotonic() - started
+    cpu = tree_cpu_seconds(os.getpid()) - cpu_before
+    print(json.dumps({"seconds": seconds, "digest": digest, "phases": phases, "cpu_s": cpu}),
+          flush=True)
     spark.stop()
 
 
-def run_worker(bootstrap: str, master: str, out: str) -> dict[str, object]:
+def run_worker(bootstrap: str, warmup: str, master: str, out: str) -> dict[str, object]:
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.pipeline", "--worker", bootstrap, master, out],
+        [sys.executable, "-m", "bench.pipeline", "--worker", bootstrap, warmup, master, out],
         capture_output=True,
         text=True,
         check=False,
@@ -153,44 +188,74 @@ def run_worker(bootstrap: str, master: str, out: str) -> dict[str, object]:
 def measure(n: int) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         broker = EmbeddedBroker(f"bench-pipeline-{n}")
+        warm = EmbeddedBroker(f"bench-pipeline-warmup-{n}")
         broker.start()
+        warm.start()
         try:
+            fill(warm.bootstrap, WARMUP_OPS)
             wrote = fill(broker.bootstrap, n)
             replay = replay_rate(broker.bootstrap, n)
             print(f"  single-process replay fold: {replay:,.0f} ops/s", flush=True)
             results: dict[str, object] = {"ops": n, "fill_s": wrote, "replay_ops_s": replay}
             digests = set()
             for master in ("local[1]", "local[2]"):
-                got = run_worker(broker.bootstrap, master, str(Path(tmp) / f"{master}.snap"))
+                results[f"{master} load"] = os.getloadavg()[0]
+                got = run_worker(
+                    broker.bootstrap, warm.bootstrap, master, str(Path(tmp) / f"{master}.snap")
+                )
                 seconds = float(got["seconds"])  # type: ignore[arg-type]
+                cpu = float(got["cpu_s"])  # type: ignore[arg-type]
                 results[master] = n / seconds
+                results[f"{master} cpu"] = cpu / seconds
+                results[f"{master} phases"] = got["phases"]
                 digests.add(got["digest"])
-                print(f"  {master}: {seconds:.1f} s, {n / seconds:,.0f} ops/s", flush=True)
+                phases = ", ".join(
+                    f"{k} {v:.1f}" for k, v in got["phases"].items()  # type: ignore[attr-defined]
+                )
+                print(
+                    f"  {master} (load {results[f'{master} load']:.2f}): {seconds:.1f} s, "
+                    f"{n / seconds:,.0f} ops/s, "
+                    f"{cpu / seconds:.2f} cores busy; phases (s): {phases}",
+                    flush=True,
+                )
             if len(digests) != 1:
                 raise RuntimeError(f"local[1] and local[2] disagree: {digests}")
             return results
         finally:
             broker.stop()
+            warm.stop()
 
 
 def render(rows: list[dict[str, object]]) -> str:
     lines = [
-        "| ops | local[1] ops/s | local[2] ops/s | speed-up | single-process replay ops/s |",
-        "| ---: | ---: | ---: | ---: | ---: |",
+        "| ops | local[1] ops/s | local[2] ops/s | speed-up | single-process replay ops/s "
+        "| cores busy local[1] / local[2] | load avg (1 min) before local[1] / local[2] |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
         one, two = float(r["local[1]"]), float(r["local[2]"])  # type: ignore[arg-type]
         replay = float(r["replay_ops_s"])  # type: ignore[arg-type]
+        busy = f"{r['local[1] cpu']:.2f} / {r['local[2] cpu']:.2f}"
+        load = f"{r['local[1] load']:.2f} / {r['local[2] load']:.2f}"
         lines.append(
-            f"| {int(r['ops']):,} | {one:,.0f} | {two:,.0f} | {two / one:.2f}x | {replay:,.0f} |"  # type: ignore[call-overload]
+            f"| {int(r['ops']):,} | {one:,.0f} | {two:,.0f} | {two / one:.2f}x | {replay:,.0f} "  # type: ignore[call-overload]
+            f"| {busy} | {load} |"
         )
+    lines += ["", "Phases (wall seconds):", "",
+              "| ops | master | plan | read | cut | fold | write |",
+              "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        for master in ("local[1]", "local[2]"):
+            ph: dict[str, float] = r[f"{master} phases"]  # type: ignore[assignment]
+            cells = " | ".join(f"{ph.get(k, 0.0):.1f}" for k in PHASES)
+            lines.append(f"| {int(r['ops']):,} | {master} | {cells} |")  # type: ignore[call-overload]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     args_in = sys.argv[1:] if argv is None else argv
     if args_in[:1] == ["--worker"]:
-        worker(*args_in[1:4])
+        worker(*args_in[1:5])
         return 0
     parser = argparse.ArgumentParser(
         prog="python -m bench.pipeline", description=__doc__.split("\n")[0]

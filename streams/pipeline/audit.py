@@ -88,7 +88,10 @@ def _position(ops: list[DataFrame]) -> dict[int, int]:
     ]
     origins = set().union(*per) if per else set()
     pos = {o: min(p.get(o, 0) for p in per) for o in origins}
+    # One frame (the snapshot's, already cached): read as is; a dot read twice has the same
+    # context both times, so it changes no minimum. Several: deduplicated once, cached.
     union = (
+        ops[0].select("origin", "seq", "ctx") if len(ops) == 1 else
         reduce(DataFrame.unionByName, ops).select("origin", "seq", "ctx")
         .dropDuplicates(["origin", "seq"]).cache()
     )
@@ -107,7 +110,8 @@ def _position(ops: list[DataFrame]) -> dict[int, int]:
             for origin, seq in bad.items():
                 pos[origin] = min(pos[origin], seq - 1)
     finally:
-        union.unpersist()
+        if len(ops) > 1:
+            union.unpersist()
 
 
 def audit(spark: SparkSession, bootstraps: list[str]) -> AuditReport:

@@ -20,6 +20,7 @@ from streams.crdt.state import KeyState
 from streams.ids import MAX_ID, MIN_ID
 from streams.pipeline.fold import fold_key, key_digest
 from streams.pipeline.rows import decode_value
+from streams.pipeline.snapshot_file import key_part
 
 ENTRIES_DDL = (
     "key string, key_bytes binary, pos long, id string, origin int, "
@@ -30,6 +31,7 @@ AUDIT_DDL = (
     "duplicate_ids array<string>"
 )
 STATE_DDL = "key_bytes binary, state binary"
+PARTS_DDL = "key_bytes binary, records array<binary>, entries long, digest_feed binary"
 
 _ENTRIES_SCHEMA = pa.schema([
     pa.field("key", pa.string()),
@@ -48,6 +50,12 @@ _AUDIT_SCHEMA = pa.schema([
     pa.field("duplicate_ids", pa.list_(pa.string())),
 ])
 _STATE_SCHEMA = pa.schema([pa.field("key_bytes", pa.binary()), pa.field("state", pa.binary())])
+_PARTS_SCHEMA = pa.schema([
+    pa.field("key_bytes", pa.binary()),
+    pa.field("records", pa.list_(pa.binary())),
+    pa.field("entries", pa.int64()),
+    pa.field("digest_feed", pa.binary()),
+])
 
 
 def key_text(key: bytes) -> str:
@@ -118,6 +126,18 @@ def _state(table: pa.Table) -> pa.Table:
     return pa.Table.from_pydict({"key_bytes": [key], "state": [blob]}, schema=_STATE_SCHEMA)
 
 
+def _parts(table: pa.Table) -> pa.Table:
+    key, ks, _n = _fold_table(table)
+    if ks is None:
+        return _PARTS_SCHEMA.empty_table()
+    part = key_part(key, ks)
+    return pa.Table.from_pydict(
+        {"key_bytes": [key], "records": [part.records], "entries": [part.entries],
+         "digest_feed": [part.digest_feed]},
+        schema=_PARTS_SCHEMA,
+    )
+
+
 def _by_key(df: DataFrame, fn: Callable[[pa.Table], pa.Table], ddl: str) -> DataFrame:
     return df.groupBy("key").applyInArrow(fn, ddl)
 
@@ -136,6 +156,14 @@ def audit_keys(df: DataFrame) -> DataFrame:
 def key_states(df: DataFrame, local_topic: str | None = None) -> DataFrame:
     """Per key: the pickled `KeyState` (empty bytes when the ops left nothing)."""
     return _by_key(relevant(df, local_topic), _state, STATE_DDL)
+
+
+def key_parts(df: DataFrame, local_topic: str | None, partitions: int) -> DataFrame:
+    """Per key (keys without state left out): its snapshot records and digest input
+    (`snapshot_file.key_part`), in `partitions` partitions that hold increasing key ranges, each
+    in key order: read partition by partition, the rows come in key order."""
+    ranged = relevant(df, local_topic).repartitionByRange(partitions, F.col("key").asc())
+    return _by_key(ranged, _parts, PARTS_DDL)
 
 
 def collect_states(df: DataFrame) -> Iterable[tuple[bytes, KeyState]]:

@@ -97,39 +97,48 @@ def _headers(msg: Message) -> list[tuple[str, bytes | None]]:
     return out
 
 
-def to_batches(messages: Iterable[Message], include_headers: bool) -> Iterator[pa.RecordBatch]:
-    """Decode records into Arrow batches of up to BATCH_ROWS rows."""
-    schema = arrow_schema(include_headers)
+def to_batches(
+    messages: Iterable[Message], include_headers: bool, columns: Iterable[str] | None = None
+) -> Iterator[pa.RecordBatch]:
+    """Decode records into Arrow batches of up to BATCH_ROWS rows, with only `columns` (names of
+    `arrow_schema(include_headers)`, in the order given; default all). A column nobody asked for
+    costs nothing: `args` (the body as JSON) is a third of the decoding time."""
+    full = arrow_schema(include_headers)
+    schema = full if columns is None else pa.schema([full.field(c) for c in columns])
+    names = set(schema.names)
     cols: dict[str, list[Any]] = {f.name: [] for f in schema}
     n = 0
     for msg in messages:
         value = msg.value()
         topic = msg.topic() or ""
         offset = msg.offset() or 0
-        try:
+        row: dict[str, Any] = {"topic": topic, "partition": msg.partition(), "offset": offset,
+                               "value": value}
+        if "timestamp" in names or "timestampType" in names:
+            ts_type, ts = msg.timestamp()
+            row["timestamp"] = ts * 1000 if ts_type else None
+            row["timestampType"] = ts_type - 1 if ts_type else -1
+        try:  # always: a record that is not an op-log record is an error whatever is read
             datum = DEFAULT_CODEC.decode_datum(value)
         except DecodeError as exc:
             raise CorruptRecordError(
                 f"{topic}[{msg.partition()}] offset {offset} is not an op-log record: {exc}"
             ) from exc
         body_name, body = datum["body"]
-        ts_type, ts = msg.timestamp()
-        cols["topic"].append(topic)
-        cols["partition"].append(msg.partition())
-        cols["offset"].append(offset)
-        cols["timestamp"].append(ts * 1000 if ts_type else None)
-        cols["timestampType"].append(ts_type - 1 if ts_type else -1)
-        cols["kind"].append(datum["kind"])
-        cols["origin"].append(datum["origin"])
-        cols["seq"].append(datum["seq"])
-        cols["ctx"].append([(c["region"], c["seq"]) for c in datum["ctx"]])
-        cols["ts"].append(datum["ts_ms"] * 1000)
-        cols["key"].append(body["key"])
-        cols["op"].append(body_name.rsplit(".", 1)[-1])
-        cols["args"].append(args_json(body))
-        cols["value"].append(value)
-        if include_headers:
-            cols["headers"].append(_headers(msg))
+        row["kind"] = datum["kind"]
+        row["origin"] = datum["origin"]
+        row["seq"] = datum["seq"]
+        if "ctx" in names:
+            row["ctx"] = [(c["region"], c["seq"]) for c in datum["ctx"]]
+        row["ts"] = datum["ts_ms"] * 1000
+        row["key"] = body["key"]
+        row["op"] = body_name.rsplit(".", 1)[-1]
+        if "args" in names:
+            row["args"] = args_json(body)
+        if "headers" in names:
+            row["headers"] = _headers(msg)
+        for name, col in cols.items():
+            col.append(row[name])
         n += 1
         if n == BATCH_ROWS:
             yield pa.RecordBatch.from_pydict(cols, schema=schema)

@@ -29,6 +29,7 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     InputPartition,
 )
+from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
@@ -40,7 +41,7 @@ from streams.pipeline.options import (
     offsets_json,
     parse,
 )
-from streams.pipeline.rows import HEADERS_DDL, SCHEMA_DDL, to_batches
+from streams.pipeline.rows import HEADERS_DDL, SCHEMA_DDL, arrow_schema, to_batches
 
 SOURCE_NAME = "streams_oplog"
 
@@ -53,9 +54,35 @@ class RangePartition(InputPartition):
         self.range = rng
 
 
-def _read(opts: SourceOptions, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+def _read(
+    opts: SourceOptions, partition: InputPartition, columns: list[str] | None
+) -> Iterator[pa.RecordBatch]:
     assert isinstance(partition, RangePartition)
-    yield from to_batches(kafka_io.read_range(opts, partition.range), opts.include_headers)
+    yield from to_batches(
+        kafka_io.read_range(opts, partition.range), opts.include_headers, columns
+    )
+
+
+def projection(opts: SourceOptions, schema: StructType) -> list[str] | None:
+    """The columns to produce for `schema`: None for the whole schema, else the names of a
+    user-given schema (`spark.read.schema(...)`) that picks some of the source's columns, each
+    with its own type (Python data sources get no column pruning from Spark: this is how a job
+    that needs few columns, like the snapshot, skips decoding the others)."""
+    full = arrow_schema(opts.include_headers)
+    names = [f.name for f in schema.fields]
+    if names == full.names:
+        return None
+    bad = [
+        f"{f.name} {f.dataType.simpleString()}" for f in schema.fields
+        if f.name not in full.names
+        or to_arrow_type(f.dataType, timezone="UTC") != full.field(f.name).type
+    ]
+    if bad:
+        raise SourceError(
+            f"schema columns not in the {SOURCE_NAME} schema ({SCHEMA_DDL}"
+            f"{HEADERS_DDL if opts.include_headers else ''}): {', '.join(bad)}"
+        )
+    return names
 
 
 def _planning_consumer(opts: SourceOptions) -> Consumer:
@@ -73,8 +100,9 @@ def _starting(opts: SourceOptions, consumer: Consumer, tps: list[tuple[str, int]
 class OpLogBatchReader(DataSourceReader):
     """Plans `[startingOffsets, endingOffsets)` per partition once, when Spark asks."""
 
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, columns: list[str] | None = None) -> None:
         self.opts = opts
+        self.columns = columns
 
     def plan(self) -> list[Range]:
         consumer = _planning_consumer(self.opts)
@@ -95,7 +123,7 @@ class OpLogBatchReader(DataSourceReader):
         return [RangePartition(r) for r in self.plan()]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _read(self.opts, partition)
+        return _read(self.opts, partition, self.columns)
 
 
 class OpLogStreamReader(DataSourceStreamReader):
@@ -103,8 +131,9 @@ class OpLogStreamReader(DataSourceStreamReader):
     topics that appear later (subscribePattern, or a new region's op log) start at their
     earliest offset."""
 
-    def __init__(self, opts: SourceOptions) -> None:
+    def __init__(self, opts: SourceOptions, columns: list[str] | None = None) -> None:
         self.opts = opts
+        self.columns = columns
 
     def _latest(self, known: dict[str, dict[int, int]]) -> dict[str, dict[int, int]]:
         consumer = _planning_consumer(self.opts)
@@ -160,7 +189,7 @@ class OpLogStreamReader(DataSourceStreamReader):
         return [RangePartition(r) for r in kafka_io.split(ranges, self.opts.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return _read(self.opts, partition)
+        return _read(self.opts, partition, self.columns)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: offsets live in Spark's checkpoint, never in Kafka."""
@@ -215,7 +244,7 @@ class OpLogDataSource(DataSource):
         return SCHEMA_DDL + (HEADERS_DDL if self.opts.include_headers else "")
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return OpLogBatchReader(self.opts)
+        return OpLogBatchReader(self.opts, projection(self.opts, schema))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return OpLogStreamReader(self.opts)
+        return OpLogStreamReader(self.opts, projection(self.opts, schema))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import random
 
 import pytest
@@ -12,7 +13,9 @@ from streams.ids import IdMode
 from streams.pipeline.fold import causal_rank, fold_key, state_of
 from streams.pipeline.kafka_io import Range, split
 from streams.pipeline.options import OptionError, parse
+from streams.pipeline.snapshot_file import key_part, write_parts
 from streams.pipeline.source import cap
+from streams.snapshot import write_snapshot
 
 B = {"kafka.bootstrap.servers": "h:1"}
 
@@ -133,3 +136,49 @@ def test_causal_rank_puts_a_local_record_after_the_ops_it_saw() -> None:
     seen = ops.LocalOp(1, 1, 0, ops.Ack(b"k", b"g", ()), ((1, 4), (2, 3)))
     unseen = ops.Op(1, 5, ((2, 3),), 0, ops.Del(b"k"))
     assert causal_rank(op) < causal_rank(seen) < causal_rank(unseen)
+
+
+def _region_with_groups(seed: int, entries: int) -> Region:
+    """A region with many entries (several blocks and chunks), tombstones, groups, PELs and
+    consumers, a deleted key and a key that no longer exists."""
+    rng = random.Random(seed)
+    r = Region(1, IdMode.SEMI_STRICT)
+    keys = [b"k%d" % i for i in range(7)] + [b"\xff\x00bin"]
+    for step in range(entries):
+        key = rng.choice(keys)
+        fields = (b"f", b"v" * rng.randrange(1, 40), b"g", b"%d" % step)
+        r.issue(ops.XAdd(key, (step + 1, 1), fields), step)
+    r.issue(ops.Del(b"k6"), entries)
+    for key in keys[:3]:
+        r.issue(ops.GroupCreate(key, b"grp", (0, 0), (), None), entries)
+        ks = r.state.raw(key)
+        assert ks is not None
+        refs = tuple((1, sid) for sid, _o, _f in ks.entries.range((0, 0), (2**64 - 1, 2**64 - 1)))
+        for c in range(3):
+            part = refs[c::3][:1500]
+            r.apply_local(r.issue_local(
+                ops.Deliver(key, b"grp", b"c%d" % c, 1000 + c, part, False, len(part)), 1000 + c
+            ))
+    return r
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_snapshot_from_key_parts_is_write_snapshot_byte_for_byte(seed: int) -> None:
+    region = _region_with_groups(seed, 6000 if seed else 300)
+    positions = {("r1.oplog", 0): 10, ("r2.oplog", 0): 3, ("r1.local", 0): 7}
+    meta = {"writer": "test"}
+    ref = io.BytesIO()
+    write_snapshot(region, positions, ref, region_name="r1", meta=meta)
+    marker = ref.getvalue()[-16:]  # the file ends with a block's sync marker
+    parts = [key_part(k, ks) for k, ks in sorted(region.state.keys.items())]
+    header = Region(region.id, region.mode)
+    header.local_seq = region.local_seq
+    header.causal.applied.update(region.causal.applied)
+    got = io.BytesIO()
+    digest = write_parts(header, positions, parts, got, region_name="r1", meta=meta,
+                         sync_marker=marker, threads=3)
+    assert digest == region.state.digest()
+    assert got.getvalue() == ref.getvalue()
+    assert sum(map(len, (p.digest_feed for p in parts))) > 0
+    with pytest.raises(ValueError, match="out of order"):
+        write_parts(header, positions, parts[::-1], io.BytesIO())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from pyspark.sql import SparkSession
 from streams.crdt.state import State
 from streams.pipeline import folding
 from streams.pipeline.snapshot import snapshot
-from streams.snapshot import read_snapshot
+from streams.snapshot import read_snapshot, write_snapshot
 from tests.pipeline.conftest import History
 from topology.ports import free_port
 
@@ -126,3 +127,22 @@ def test_spark_snapshot_has_the_nodes_digest_and_pel_and_reads_back(
         p["message_id"] for p in pending
     )
     assert set(group.consumers) == {b"alice"}
+    # byte for byte what the snapshot module writes for that state (same sync marker)
+    ref = io.BytesIO()
+    write_snapshot(region, positions, ref, region_name="r1", meta={"writer": meta["writer"]})
+    got = out.read_bytes()
+    assert got == ref.getvalue().replace(ref.getvalue()[-16:], got[-16:])
+
+
+def test_a_schema_given_by_the_reader_picks_columns(spark: SparkSession, history: History) -> None:
+    bootstrap = history.topo.bootstrap[1]
+    cols = "value binary, seq long, ctx map<int,long>, key binary, topic string"
+    picked = spark.read.format("streams_oplog").schema(cols).option(
+        "kafka.bootstrap.servers", bootstrap).option("minPartitions", "4").load()
+    assert picked.columns == ["value", "seq", "ctx", "key", "topic"]
+    full = _read(spark, bootstrap).select("value", "seq", "ctx", "key", "topic")
+    assert sorted(map(tuple, picked.collect())) == sorted(map(tuple, full.collect()))
+    bad = spark.read.format("streams_oplog").schema("seq string").option(
+        "kafka.bootstrap.servers", bootstrap).load()
+    with pytest.raises(PySparkException, match="seq string"):
+        bad.collect()
