@@ -12,7 +12,8 @@ closes; other connections never notice.
 Backpressure lives in one place, `_Flow`: reading pauses while too many requests wait, and while
 the transport's write buffer is above its high-water mark no further request is run (and reading
 pauses), so a client that never reads its replies holds at most one read's worth of requests and
-one write buffer; requests queued plus replies held count together against `MAX_QUEUED`.
+one write buffer; requests queued plus replies held count together against `MAX_QUEUED`, and
+replies held (encoded at once, in the protocol of their moment) also against `MAX_HELD_BYTES`.
 
 A disconnect never cancels a running command (a write half-appended to Kafka must finish and be
 committed to the state); it (or the client's end of input) resolves `Session.lost`, which ends a
@@ -35,6 +36,10 @@ from streams.resp.parser import RequestParser
 log = logging.getLogger(__name__)
 
 MAX_QUEUED = 1024
+MAX_HELD_BYTES = 16 * 1024 * 1024
+"""Encoded replies a connection may have waiting for their batch's commit before it runs no
+further request: without it a client that pipelines large reads behind a write (and never reads)
+made the node compute and keep every reply."""
 
 
 @dataclass(eq=False)
@@ -114,7 +119,9 @@ class RespProtocol(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._flow: _Flow | None = None
         self._lost = False
-        self._outbox: deque[Reply | Held] = deque()
+        self._outbox: deque[tuple[bytes, asyncio.Future[CommandError | None] | None]] = deque()
+        """Encoded replies in request order, each with the commit it waits for (None: none)."""
+        self._outbox_bytes = 0
         self._outbox_empty = asyncio.Event()
         self._outbox_empty.set()
         self._watched: asyncio.Future[CommandError | None] | None = None
@@ -193,7 +200,7 @@ class RespProtocol(asyncio.Protocol):
             if flow.write_paused:
                 await flow.drained.wait()
                 continue
-            if len(self._outbox) >= MAX_QUEUED:
+            if len(self._outbox) >= MAX_QUEUED or self._outbox_bytes >= MAX_HELD_BYTES:
                 await self._outbox_empty.wait()
                 continue
             request = requests.popleft()
@@ -221,35 +228,42 @@ class RespProtocol(asyncio.Protocol):
 
     def _send(self, reply: Reply | Held) -> None:
         """Queue a reply behind the held ones, then write every reply that may go."""
-        self._outbox.append(reply)
+        proto = self.session.proto
+        if isinstance(reply, Held):
+            data, until = encode(reply.reply, proto), reply.until
+        else:
+            data, until = encode(reply, proto), None
+        self._outbox.append((data, until))
+        self._outbox_bytes += len(data)
         self._outbox_empty.clear()
         self._pump_outbox()
 
     def _pump_outbox(self, _done: object = None) -> None:
         """Write, in one transport write, every reply at the head of the outbox that may go."""
         outbox = self._outbox
-        ready: list[Reply] = []
+        ready: list[bytes] = []
         try:
             while outbox:
-                head = outbox[0]
-                if isinstance(head, Held):
-                    if not head.until.done():
-                        if self._watched is not head.until:
-                            self._watched = head.until
-                            head.until.add_done_callback(self._pump_outbox)
+                data, until = outbox[0]
+                if until is not None:
+                    if not until.done():
+                        if self._watched is not until:
+                            self._watched = until
+                            until.add_done_callback(self._pump_outbox)
                         return
                     failure = (
                         CommandError("ERR the write was abandoned (the node is stopping)")
-                        if head.until.cancelled()
-                        else head.until.result()
+                        if until.cancelled()
+                        else until.result()
                     )
-                    ready.append(head.reply if failure is None else failure)
+                    ready.append(data if failure is None else encode(failure, self.session.proto))
                 else:
-                    ready.append(head)
+                    ready.append(data)
                 outbox.popleft()
+                self._outbox_bytes -= len(data)
         finally:
             if ready:
-                self._write_all(ready)
+                self._write_bytes(ready)
         self._watched = None
         self._outbox_empty.set()
         if self._flow is not None and self._flow.read_paused:
@@ -257,13 +271,12 @@ class RespProtocol(asyncio.Protocol):
             self._flow.update()
 
     def _write(self, reply: Reply) -> None:
-        self._write_all([reply])
+        self._write_bytes([encode(reply, self.session.proto)])
 
-    def _write_all(self, replies: list[Reply]) -> None:
+    def _write_bytes(self, pieces: list[bytes]) -> None:
         assert self._transport is not None
         if not self._transport.is_closing():
-            proto = self.session.proto
-            self._transport.write(b"".join([encode(reply, proto) for reply in replies]))
+            self._transport.write(b"".join(pieces))
 
 
 def _host_port(where: object) -> str:
