@@ -4,8 +4,8 @@ reads, refuses writes, and refuses to start over it after a restart; nothing aft
 and nothing is skipped silently. `streams replay --on-corrupt skip` (the operator's offline tool)
 skips exactly those records and folds to what a healthy region holds.
 
-What does not exist yet: an option that lets a *node* skip one named record and go on (the issue
-asks for one); that test is an expected failure, strict, so it flips when the option lands.
+An operator who decided that such a record carries no op restarts the node with
+`--skip-record TOPIC:PARTITION:OFFSET`: exactly that record is skipped, logged and counted.
 """
 
 from __future__ import annotations
