@@ -26,6 +26,22 @@ def redis_server() -> Iterator[RedisServer]:
         server.stop()
 
 
+@pytest.fixture(autouse=True)
+def _redis_server_alive(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that made redis-server crash fails (its connection dies); the next one gets a
+    fresh server on the same port, and the crash report goes to the log."""
+    if "redis_server" not in request.fixturenames:
+        yield
+        return
+    server: RedisServer = request.getfixturevalue("redis_server")
+    report = server.restart_if_dead()
+    if report is not None:
+        import warnings
+
+        warnings.warn(f"redis-server had crashed and was restarted: {report}", stacklevel=1)
+    yield
+
+
 SLOW_DIRS = {"integration", "faults", "sdk", "pipeline", "bench"}
 """Directories whose tests start brokers, nodes or Spark: out of the fast loop (`-m "not slow"`)."""
 KAFKA_DIRS = {"integration", "faults", "sdk"}
