@@ -19,7 +19,7 @@ docs/sdk.md.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Self
 
 from streams.sdk import aio
 from streams.sdk.checkpoint import CheckpointHandler, CheckpointStore, CheckpointTx, SQLiteStore
@@ -50,7 +50,56 @@ __all__ = [
 ]
 
 
-class Producer:
+class _SyncFace:
+    """What every blocking face shares: an asyncio object (`aio`) run on a portal thread, closed
+    with it, usable as a context manager."""
+
+    _portal: Portal
+    aio: Any
+
+    def _stop_first(self) -> None:
+        """Called before closing (consumers stop their loop)."""
+
+    def close(self) -> None:
+        self._stop_first()
+        try:
+            self._portal.call(self.aio.close())
+        finally:
+            self._portal.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _SyncConsumer(_SyncFace):
+    """The run loop of the blocking consumers."""
+
+    def run(self) -> None:
+        """Handle entries until `stop()` (another thread, a signal handler) or Ctrl-C; the
+        current entry is finished first."""
+        future = self._portal.submit(self.aio.run())
+        try:
+            future.result()
+        except KeyboardInterrupt:
+            self.aio.stop()
+            future.result()
+
+    def run_once(self) -> int:
+        """One step: returns how many entries it handled."""
+        result: int = self._portal.call(self.aio.run_once())
+        return result
+
+    def stop(self) -> None:
+        self.aio.stop()
+
+    def _stop_first(self) -> None:
+        self.aio.stop()
+
+
+class Producer(_SyncFace):
     """`streams.sdk.aio.Producer`, blocking: see there for the keyword options."""
 
     def __init__(
@@ -63,8 +112,9 @@ class Producer:
         **options: Any,
     ) -> None:
         self._portal = Portal(f"streams-sdk-producer-{stream}")
-        self.aio = aio.Producer(endpoints, stream, maxlen=maxlen, approximate=approximate,
-                                **options)
+        self.aio: aio.Producer = aio.Producer(
+            endpoints, stream, maxlen=maxlen, approximate=approximate, **options
+        )
 
     def send(self, fields: Fields, *, idempotency_key: str | bytes | None = None) -> str:
         """XADD one entry (retried, failing over); returns its ID."""
@@ -83,20 +133,8 @@ class Producer:
     def retries(self) -> int:
         return self.aio.retries
 
-    def close(self) -> None:
-        try:
-            self._portal.call(self.aio.close())
-        finally:
-            self._portal.close()
 
-    def __enter__(self) -> Producer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class GroupConsumer:
+class GroupConsumer(_SyncConsumer):
     """`streams.sdk.aio.GroupConsumer`, blocking. A plain handler runs in a worker thread."""
 
     def __init__(
@@ -115,48 +153,18 @@ class GroupConsumer:
         **options: Any,
     ) -> None:
         self._portal = Portal(f"streams-sdk-consumer-{consumer}")
-        self.aio = aio.GroupConsumer(
+        self.aio: aio.GroupConsumer = aio.GroupConsumer(
             endpoints, stream, group, consumer, handler, count=count, block_ms=block_ms,
             claim_idle_ms=claim_idle_ms, max_deliveries=max_deliveries,
             dead_letter=dead_letter, **options,
         )
 
-    def run(self) -> None:
-        """Handle entries until `stop()` (another thread, a signal handler) or Ctrl-C; the
-        current entry is finished first."""
-        future = self._portal.submit(self.aio.run())
-        try:
-            future.result()
-        except KeyboardInterrupt:
-            self.aio.stop()
-            future.result()
-
-    def run_once(self) -> int:
-        """One step: returns how many entries it handled."""
-        return self._portal.call(self.aio.run_once())
-
-    def stop(self) -> None:
-        self.aio.stop()
-
     @property
     def endpoint(self) -> str:
         return self.aio.endpoint
 
-    def close(self) -> None:
-        self.aio.stop()
-        try:
-            self._portal.call(self.aio.close())
-        finally:
-            self._portal.close()
 
-    def __enter__(self) -> GroupConsumer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class CheckpointConsumer:
+class CheckpointConsumer(_SyncConsumer):
     """`streams.sdk.aio.CheckpointConsumer`, blocking (seed 002's checkpointing consumer)."""
 
     def __init__(
@@ -169,7 +177,9 @@ class CheckpointConsumer:
         **options: Any,
     ) -> None:
         self._portal = Portal(f"streams-sdk-checkpoint-{name}")
-        self.aio = aio.CheckpointConsumer(endpoint, stream, name, handler, store, **options)
+        self.aio: aio.CheckpointConsumer = aio.CheckpointConsumer(
+            endpoint, stream, name, handler, store, **options
+        )
 
     @property
     def store(self) -> CheckpointStore:
@@ -182,30 +192,3 @@ class CheckpointConsumer:
     @property
     def skipped(self) -> int:
         return self.aio.skipped
-
-    def run(self) -> None:
-        future = self._portal.submit(self.aio.run())
-        try:
-            future.result()
-        except KeyboardInterrupt:
-            self.aio.stop()
-            future.result()
-
-    def run_once(self) -> int:
-        return self._portal.call(self.aio.run_once())
-
-    def stop(self) -> None:
-        self.aio.stop()
-
-    def close(self) -> None:
-        self.aio.stop()
-        try:
-            self._portal.call(self.aio.close())
-        finally:
-            self._portal.close()
-
-    def __enter__(self) -> CheckpointConsumer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
