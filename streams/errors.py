@@ -221,3 +221,27 @@ INVALID_CLIENT_ID = "ERR Invalid client ID"
 UNKNOWN_CLIENT_TYPE_FMT = "ERR Unknown client type '{kind}'"
 SETINFO_OPTION_FMT = "ERR Unrecognized option '{opt}'"
 SETINFO_VALUE_FMT = "ERR {attr} cannot contain spaces, newlines or special characters."
+
+
+# --- Redis Cluster texts (Redis 7.0.15 cluster.c / server.c, checked against a 2-master cluster) --
+
+CROSSSLOT = "CROSSSLOT Keys in request don't hash to the same slot"
+MOVED_FMT = "MOVED {slot} {endpoint}:{port}"
+"""clusterRedirectClient: the slot, the owner's preferred endpoint (its IP) and client port."""
+CLUSTER_DISABLED = "ERR This instance has cluster support disabled"
+INVALID_SLOT = "ERR Invalid slot"
+"""CLUSTER COUNTKEYSINSLOT with an integer outside 0..16383."""
+INVALID_SLOT_OR_COUNT = "ERR Invalid slot or number of keys"
+"""CLUSTER GETKEYSINSLOT with a slot outside 0..16383 or a negative count."""
+UNKNOWN_NODE_FMT = "ERR Unknown node {node}"
+GETKEYS_INVALID_ARGS = "ERR Invalid arguments specified for command"
+"""COMMAND GETKEYS when the command's key specs find no key in the arguments given."""
+
+
+def moved(slot: int, endpoint: str, port: int) -> CommandError:
+    return CommandError(MOVED_FMT.format(slot=slot, endpoint=endpoint, port=port))
+
+
+def unknown_node(node: bytes) -> CommandError:
+    """`Unknown node %s` of the argument as a C string."""
+    return CommandError(UNKNOWN_NODE_FMT.format(node=c_text(node)))
