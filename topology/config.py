@@ -1,27 +1,49 @@
-"""The topology file: which regions exist, where their Kafka clusters are, how mirrors name topics.
+"""The topology file: which regions exist, where their Kafka clusters are, how mirrors name topics,
+how many shards the database has and which node process of a region owns which of them.
 
 One TOML file describes a deployment and every process (region nodes, mirrors, the launcher, the
-MirrorMaker 2 config generator) reads the same file, so they cannot disagree about region ids or
-bootstraps. The file is validated strictly: a typo in a key or a duplicate region id would
-otherwise surface much later as regions that silently never converge.
+MirrorMaker 2 config generator) reads the same file, so they cannot disagree about region ids,
+bootstraps or which node owns a shard. The file is validated strictly: a typo in a key, a
+duplicate region id or a shard no node owns would otherwise surface much later as regions that
+silently never converge or keys that no node serves.
 
     [topology]
     mirror_naming = "identity"     # or "default" (MirrorMaker 2's <source-alias>.<topic>)
+    shards = 4                     # 1..1024, default 1; the same in every region, fixed when the
+                                   # topics are created (partition s of each op log is shard s)
 
     [[region]]
     name = "r1"
     id = 1                         # 1..255, unique
     bootstrap = "127.0.0.1:9092"   # the region's own Kafka cluster
-    resp_port = 6380
+    resp_port = 6380               # with [[region.node]] tables: optional, the first node's
     id_mode = "strict"             # strict | semi-strict | liberal (default strict)
     alias = "A"                    # cluster alias (MirrorMaker 2 source alias), default: name
-    bind = "127.0.0.1"             # RESP bind address, default 127.0.0.1
+    bind = "127.0.0.1"             # RESP bind address, default 127.0.0.1 (and each node's)
+
+    [[region.node]]                # node 0 (`python -m streams.node ... --node 0`)
+    resp_port = 6380               # required; distinct bind:port per node of the region
+    shards = "0-1"                 # required with several nodes: "0-3", "0,2", "4-7,9"
+
+    [[region.node]]                # node 1
+    resp_port = 6390
+    bind = "127.0.0.1"             # default: the region's bind
+    shards = "2-3"
+
+A region without `[[region.node]]` tables runs one node owning every shard on the region's
+`resp_port` (the format before shards existed, which stays valid and is written back unchanged).
+With node tables, every shard 0..S-1 belongs to exactly one node of the region, the nodes are
+numbered 0, 1, ... in file order, and the region's `resp_port` is its first node's (the port a
+client that does not follow the cluster protocol uses): it may be left out, and if given must
+agree. With more than one node the region's nodes speak the Redis Cluster protocol.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,8 +51,15 @@ from typing import Any
 ID_MODES = ("strict", "semi-strict", "liberal")
 MIRROR_NAMINGS = ("identity", "default")
 REQUIRED_REGION_KEYS = ("name", "id", "bootstrap", "resp_port")
-OPTIONAL_REGION_KEYS = ("id_mode", "alias", "bind")
-TOPOLOGY_KEYS = ("mirror_naming",)
+OPTIONAL_REGION_KEYS = ("id_mode", "alias", "bind", "node")
+REQUIRED_NODE_KEYS = ("resp_port",)
+OPTIONAL_NODE_KEYS = ("bind", "shards")
+TOPOLOGY_KEYS = ("mirror_naming", "shards")
+DEFAULT_BIND = "127.0.0.1"
+# A shard is a partition of every op-log topic; 1024 shards is already far more processes than a
+# region runs, and keeps a shard set's text and CLUSTER SLOTS replies small.
+MAX_SHARDS = 1024
+SHARD_SET_FORMS = "'0-3', '0,2' or '4-7,9'"
 # Names become topic-name parts (`r1.oplog`, `A.r1.oplog`): no dot, or a mirrored topic name
 # would be ambiguous; only characters Kafka accepts in topic names.
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -55,9 +84,150 @@ def _check_bootstrap(value: str) -> bool:
     return True
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_port(where: str, value: object) -> None:
+    if not _is_int(value) or not 1 <= value <= 65535:  # type: ignore[operator]
+        raise TopologyError(
+            f"{where}: field 'resp_port' must be an integer in 1..65535, got {value!r}"
+        )
+
+
+def _check_bind(where: str, value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise TopologyError(f"{where}: field 'bind' must be a non-empty string, got {value!r}")
+
+
+def _check_shard_count(value: object) -> None:
+    if not _is_int(value) or not 1 <= value <= MAX_SHARDS:  # type: ignore[operator]
+        raise TopologyError(
+            f"[topology]: field 'shards' must be an integer in 1..{MAX_SHARDS}, got {value!r}"
+        )
+
+
+def parse_shard_set(text: str) -> tuple[int, ...]:
+    """`"4-7,9"` -> `(4, 5, 6, 7, 9)`: the shards a node owns, as written in a topology file.
+
+    Items are single shards or inclusive ranges, separated by commas (spaces around items are
+    allowed); the result is sorted. A shard named twice, a range that runs backwards or a shard
+    past the largest possible one is refused rather than read some way: the text decides which
+    node serves which keys.
+    """
+    if not isinstance(text, str):
+        raise TopologyError(f"a shard set is text such as {SHARD_SET_FORMS}, got {text!r}")
+    where = f"shard set {text!r}"
+    if not text.strip():
+        raise TopologyError(f"{where} is empty: name at least one shard ({SHARD_SET_FORMS})")
+    seen: set[int] = set()
+    for item in text.split(","):
+        match = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?", item)
+        if match is None:
+            raise TopologyError(
+                f"{where}: {item.strip()!r} is not a shard or a range of shards"
+                f" (write {SHARD_SET_FORMS})"
+            )
+        first = int(match.group(1))
+        last = first if match.group(2) is None else int(match.group(2))
+        if last < first:
+            raise TopologyError(f"{where}: the range {first}-{last} runs backwards")
+        if last >= MAX_SHARDS:
+            raise TopologyError(
+                f"{where}: shard {last} does not exist: a database has at most {MAX_SHARDS}"
+                f" shards, 0..{MAX_SHARDS - 1}"
+            )
+        twice = seen.intersection(range(first, last + 1))
+        if twice:
+            raise TopologyError(f"{where}: shard {min(twice)} is named twice")
+        seen.update(range(first, last + 1))
+    return tuple(sorted(seen))
+
+
+def format_shard_set(shards: Iterable[int]) -> str:
+    """The compact text of a shard set, runs as ranges: `(0, 1, 2, 3, 5)` -> `"0-3,5"`
+    (what `parse_shard_set` reads back; "" for no shard)."""
+    parts: list[str] = []
+    ordered = sorted(set(shards))
+    start = 0
+    for i in range(1, len(ordered) + 1):
+        if i == len(ordered) or ordered[i] != ordered[i - 1] + 1:
+            first, last = ordered[start], ordered[i - 1]
+            parts.append(str(first) if first == last else f"{first}-{last}")
+            start = i
+    return ",".join(parts)
+
+
+def split_shards(shards: int, nodes: int) -> tuple[tuple[int, ...], ...]:
+    """`shards` shards in `nodes` contiguous groups, as even as possible, the larger groups first:
+    `split_shards(5, 2)` -> `((0, 1, 2), (3, 4))`. The layout `streams up --nodes M` and
+    `LocalTopology(nodes=M)` give every region; contiguous groups keep each node's slots one range.
+    """
+    if not 1 <= nodes <= shards:
+        raise ValueError(
+            f"{nodes} node(s) cannot share {shards} shard(s): every node owns at least one shard,"
+            f" so a region runs 1..{shards} nodes"
+        )
+    size, extra = divmod(shards, nodes)
+    groups: list[tuple[int, ...]] = []
+    first = 0
+    for k in range(nodes):
+        count = size + (1 if k < extra else 0)
+        groups.append(tuple(range(first, first + count)))
+        first += count
+    return tuple(groups)
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    """One node process of a region: its number (`--node K`), where it listens, its shards.
+
+    `implicit` marks the node a region gets when it lists none: it follows the region's bind and
+    resp_port (so `dataclasses.replace(region, resp_port=...)` moves it along) and `dumps` leaves
+    it out. It takes no part in comparisons: an explicit node equal to the default is the default.
+    """
+
+    index: int
+    bind: str
+    resp_port: int
+    shards: tuple[int, ...]
+    implicit: bool = field(default=False, compare=False, repr=False, kw_only=True)
+
+    def __post_init__(self) -> None:
+        if not _is_int(self.index) or self.index < 0:
+            raise TopologyError(
+                f"node {self.index!r}: its index must be an integer >= 0 (nodes are numbered 0,"
+                " 1, ... in file order)"
+            )
+        where = f"node {self.index}"
+        _check_bind(where, self.bind)
+        _check_port(where, self.resp_port)
+        if not isinstance(self.shards, tuple | list) or not self.shards:
+            raise TopologyError(
+                f"{where}: field 'shards' must name at least one shard, got {self.shards!r}"
+            )
+        for shard in self.shards:
+            if not _is_int(shard) or not 0 <= shard < MAX_SHARDS:
+                raise TopologyError(
+                    f"{where}: field 'shards' holds {shard!r}; a shard is an integer in"
+                    f" 0..{MAX_SHARDS - 1}"
+                )
+        if len(set(self.shards)) != len(self.shards):
+            twice = next(s for s in self.shards if self.shards.count(s) > 1)
+            raise TopologyError(f"{where}: field 'shards' names shard {twice} twice")
+        object.__setattr__(self, "shards", tuple(sorted(self.shards)))
+
+    @property
+    def address(self) -> str:
+        """`bind:port`, as printed and as a client connects (on the host the node runs on)."""
+        return f"{self.bind}:{self.resp_port}"
+
+
 @dataclass(frozen=True)
 class RegionConfig:
-    """One region: its identity, its home Kafka cluster and its RESP endpoint."""
+    """One region: its identity, its home Kafka cluster, its RESP endpoint (`bind`:`resp_port`,
+    its first node's) and its node processes (`nodes`: always at least one; see the module
+    docstring for who owns which shard)."""
 
     name: str
     id: int
@@ -65,7 +235,10 @@ class RegionConfig:
     resp_port: int
     id_mode: str = "strict"
     alias: str = ""  # "" means the region name (resolved in __post_init__)
-    bind: str = "127.0.0.1"
+    bind: str = DEFAULT_BIND
+    # () means one node owning every shard on bind:resp_port (filled in by __post_init__; a
+    # Topology gives it the topology's shards: on its own a region cannot know their number).
+    nodes: tuple[NodeConfig, ...] = ()
 
     def __post_init__(self) -> None:
         where = _where(None, self.name)
@@ -83,14 +256,7 @@ class RegionConfig:
                 f"{where}: field 'bootstrap' must be 'host:port' (comma-separated for several"
                 f" brokers), got {self.bootstrap!r}"
             )
-        if (
-            not isinstance(self.resp_port, int)
-            or isinstance(self.resp_port, bool)
-            or not 1 <= self.resp_port <= 65535
-        ):
-            raise TopologyError(
-                f"{where}: field 'resp_port' must be an integer in 1..65535, got {self.resp_port!r}"
-            )
+        _check_port(where, self.resp_port)
         if self.id_mode not in ID_MODES:
             raise TopologyError(
                 f"{where}: field 'id_mode' must be one of {', '.join(ID_MODES)},"
@@ -103,18 +269,103 @@ class RegionConfig:
             )
         if not self.alias:
             object.__setattr__(self, "alias", self.name)
-        if not isinstance(self.bind, str) or not self.bind:
+        _check_bind(where, self.bind)
+        object.__setattr__(self, "nodes", self._checked_nodes(where))
+
+    def _checked_nodes(self, where: str) -> tuple[NodeConfig, ...]:
+        """The region's nodes: the implicit single node when none are given (or when the given
+        one is the implicit node of a region this one was copied from), else the given ones,
+        numbered in order, the first on the region's resp_port, no address or shard twice."""
+        if not isinstance(self.nodes, tuple | list):
+            raise TopologyError(f"{where}: nodes must be a tuple of NodeConfig, got {self.nodes!r}")
+        nodes = tuple(self.nodes)
+        for node in nodes:
+            if not isinstance(node, NodeConfig):
+                raise TopologyError(f"{where}: nodes must be NodeConfig objects, got {node!r}")
+        if not nodes or (len(nodes) == 1 and nodes[0].implicit):
+            shards = nodes[0].shards if nodes else (0,)
+            return (NodeConfig(0, self.bind, self.resp_port, shards, implicit=True),)
+        addresses: dict[tuple[str, int], int] = {}
+        owners: dict[int, int] = {}
+        for position, node in enumerate(nodes):
+            if node.index != position:
+                raise TopologyError(
+                    f"{where}: node #{position} has index {node.index}; nodes are numbered"
+                    " 0, 1, ... in order"
+                )
+            other = addresses.setdefault((node.bind, node.resp_port), node.index)
+            if other != node.index:
+                raise TopologyError(
+                    f"{where}: nodes {other} and {node.index} both listen on {node.address}"
+                )
+            for shard in node.shards:
+                owner = owners.setdefault(shard, node.index)
+                if owner != node.index:
+                    raise TopologyError(
+                        f"{where}: shard {shard} is owned by nodes {owner} and {node.index};"
+                        " every shard belongs to exactly one node of a region"
+                    )
+        if nodes[0].resp_port != self.resp_port:
             raise TopologyError(
-                f"{where}: field 'bind' must be a non-empty string, got {self.bind!r}"
+                f"{where}: field 'resp_port' is {self.resp_port} but its first node listens on"
+                f" {nodes[0].resp_port}: a region's resp_port is its first node's"
             )
+        return nodes
+
+    def node(self, index: int) -> NodeConfig:
+        """Node `index` of the region (what `python -m streams.node --node K` runs)."""
+        if _is_int(index) and 0 <= index < len(self.nodes):
+            return self.nodes[index]
+        raise KeyError(
+            f"region {self.name!r} has no node {index!r} (its nodes: 0..{len(self.nodes) - 1})"
+        )
+
+    def owner(self, shard: int) -> NodeConfig:
+        """The node of this region that owns `shard` (where a MOVED reply sends a client)."""
+        for node in self.nodes:
+            if shard in node.shards:
+                return node
+        raise KeyError(f"region {self.name!r}: no node owns shard {shard!r}")
+
+    def _with_shards(self, shards: int) -> RegionConfig:
+        """This region in a topology of `shards` shards: its implicit node owns all of them, and
+        every shard 0..shards-1 belongs to a node (gaps named; overlaps were refused already)."""
+        region = self
+        everything = tuple(range(shards))
+        if self.nodes[0].implicit and self.nodes[0].shards != everything:
+            implicit = dataclasses.replace(self.nodes[0], shards=everything)
+            region = dataclasses.replace(self, nodes=(implicit,))
+        owned: set[int] = set()
+        for node in region.nodes:
+            beyond = [shard for shard in node.shards if shard >= shards]
+            if beyond:
+                raise TopologyError(
+                    f"region {self.name!r}, node {node.index}: shard {beyond[0]} does not exist:"
+                    f" [topology] shards = {shards} makes shards 0..{shards - 1}"
+                )
+            owned.update(node.shards)
+        gaps = sorted(set(everything) - owned)
+        if gaps:
+            raise TopologyError(
+                f"region {self.name!r}: no node owns shard(s) {format_shard_set(gaps)};"
+                f" every shard 0..{shards - 1} belongs to exactly one node of a region"
+            )
+        return region
+
+    def _default_nodes(self, shards: int) -> bool:
+        """True when the region runs the one node it gets without [[region.node]] tables (on
+        its bind and resp_port, owning all `shards`): `dumps` then writes no node table."""
+        default = NodeConfig(0, self.bind, self.resp_port, tuple(range(shards)))
+        return self.nodes == (default,)
 
 
 @dataclass(frozen=True)
 class Topology:
-    """All regions of a deployment and the mirror naming policy they share."""
+    """All regions of a deployment, the mirror naming policy and the shard count they share."""
 
     regions: tuple[RegionConfig, ...]
     mirror_naming: str = "identity"
+    shards: int = 1
     _by_name: dict[str, RegionConfig] = field(init=False, repr=False, compare=False)
     _by_id: dict[int, RegionConfig] = field(init=False, repr=False, compare=False)
 
@@ -125,14 +376,19 @@ class Topology:
                 f"[topology]: field 'mirror_naming' must be one of {', '.join(MIRROR_NAMINGS)},"
                 f" got {self.mirror_naming!r}"
             )
+        _check_shard_count(self.shards)
         if not self.regions:
             raise TopologyError("no regions: add at least one [[region]] table")
+        for region in self.regions:
+            if not isinstance(region, RegionConfig):
+                raise TopologyError(f"regions must be RegionConfig objects, got {region!r}")
+        object.__setattr__(
+            self, "regions", tuple(region._with_shards(self.shards) for region in self.regions)
+        )
         by_name: dict[str, RegionConfig] = {}
         by_id: dict[int, RegionConfig] = {}
         alias_home: dict[str, RegionConfig] = {}
         for region in self.regions:
-            if not isinstance(region, RegionConfig):
-                raise TopologyError(f"regions must be RegionConfig objects, got {region!r}")
             if region.name in by_name:
                 raise TopologyError(f"region {region.name!r}: duplicate region name")
             if region.id in by_id:
@@ -170,6 +426,10 @@ class Topology:
         except KeyError:
             ids = ", ".join(str(r.id) for r in self.regions)
             raise KeyError(f"no region with id {region_id} in the topology (ids: {ids})") from None
+
+    def node(self, region: str, index: int) -> NodeConfig:
+        """Node `index` of region `region`: its bind, resp_port and shards."""
+        return self.region(region).node(index)
 
     def others(self, name: str) -> list[RegionConfig]:
         """Every region but `name` (the mirror targets of `name`'s op log)."""
@@ -215,34 +475,82 @@ def _from_document(doc: dict[str, Any]) -> Topology:
             f"[topology]: unknown key(s) {', '.join(map(repr, unknown))}"
             f" (known: {', '.join(TOPOLOGY_KEYS)})"
         )
+    shards = head.get("shards", 1)
+    _check_shard_count(shards)  # before the regions: a lone node's default shards need it
     raw_regions = doc.get("region", [])
     if not isinstance(raw_regions, list):
         raise TopologyError("'region' must be an array of tables: write [[region]], not [region]")
-    regions: list[RegionConfig] = []
-    for index, raw in enumerate(raw_regions, start=1):
-        if not isinstance(raw, dict):
-            raise TopologyError(f"region #{index}: must be a table ([[region]])")
-        where = f"region #{index}" + (
-            f" ({raw['name']!r})" if isinstance(raw.get("name"), str) else ""
-        )
-        unknown = sorted(set(raw) - set(REQUIRED_REGION_KEYS) - set(OPTIONAL_REGION_KEYS))
-        if unknown:
-            known = ", ".join(REQUIRED_REGION_KEYS + OPTIONAL_REGION_KEYS)
-            raise TopologyError(
-                f"{where}: unknown key(s) {', '.join(map(repr, unknown))} (known: {known})"
-            )
-        missing = [key for key in REQUIRED_REGION_KEYS if key not in raw]
-        if missing:
-            raise TopologyError(f"{where}: missing field(s) {', '.join(map(repr, missing))}")
-        try:
-            regions.append(RegionConfig(**raw))
-        except TopologyError as exc:
-            message = str(exc)
-            if message.startswith("region:"):  # no usable name: point at the table instead
-                message = f"region #{index}:" + message.removeprefix("region:")
-            raise TopologyError(message) from None
+    regions = [_region(raw, index, shards) for index, raw in enumerate(raw_regions, start=1)]
     mirror_naming = head.get("mirror_naming", "identity")
-    return Topology(regions=tuple(regions), mirror_naming=mirror_naming)
+    return Topology(regions=tuple(regions), mirror_naming=mirror_naming, shards=shards)
+
+
+def _region(raw: object, index: int, shards: int) -> RegionConfig:
+    """Region #index of the file (1-based), its node tables read with the file's shard count."""
+    if not isinstance(raw, dict):
+        raise TopologyError(f"region #{index}: must be a table ([[region]])")
+    named = isinstance(raw.get("name"), str) and raw["name"]
+    where = f"region #{index}" + (f" ({raw['name']!r})" if named else "")
+    unknown = sorted(set(raw) - set(REQUIRED_REGION_KEYS) - set(OPTIONAL_REGION_KEYS))
+    if unknown:
+        known = ", ".join(REQUIRED_REGION_KEYS + OPTIONAL_REGION_KEYS)
+        raise TopologyError(
+            f"{where}: unknown key(s) {', '.join(map(repr, unknown))} (known: {known})"
+        )
+    fields = dict(raw)
+    raw_nodes = fields.pop("node", [])
+    if not isinstance(raw_nodes, list):
+        raise TopologyError(f"{where}: 'node' must be an array of tables: write [[region.node]]")
+    node_where = f"region {raw['name']!r}" if named else f"region #{index}"
+    bind = fields.get("bind", DEFAULT_BIND)
+    node_bind = bind if isinstance(bind, str) and bind else DEFAULT_BIND  # a bad one: see below
+    nodes = tuple(
+        _node(node, k, f"{node_where}, node {k}", node_bind, shards, len(raw_nodes))
+        for k, node in enumerate(raw_nodes)
+    )
+    if nodes and "resp_port" not in fields:
+        fields["resp_port"] = nodes[0].resp_port  # the region's port is its first node's
+    missing = [key for key in REQUIRED_REGION_KEYS if key not in fields]
+    if missing:
+        raise TopologyError(f"{where}: missing field(s) {', '.join(map(repr, missing))}")
+    try:
+        return RegionConfig(**fields, nodes=nodes)
+    except TopologyError as exc:
+        message = str(exc)
+        if message.startswith("region:"):  # no usable name: point at the table instead
+            message = f"region #{index}:" + message.removeprefix("region:")
+        raise TopologyError(message) from None
+
+
+def _node(raw: object, index: int, where: str, bind: str, shards: int, count: int) -> NodeConfig:
+    """One [[region.node]] table: `bind` defaults to the region's; a region's only node may omit
+    `shards` (it owns them all), a node among several may not (no layout is guessed)."""
+    if not isinstance(raw, dict):
+        raise TopologyError(f"{where}: must be a table ([[region.node]])")
+    unknown = sorted(set(raw) - set(REQUIRED_NODE_KEYS) - set(OPTIONAL_NODE_KEYS))
+    if unknown:
+        known = ", ".join(REQUIRED_NODE_KEYS + OPTIONAL_NODE_KEYS)
+        raise TopologyError(
+            f"{where}: unknown key(s) {', '.join(map(repr, unknown))} (known: {known})"
+        )
+    if "resp_port" not in raw:
+        raise TopologyError(f"{where}: missing field 'resp_port'")
+    if "shards" in raw:
+        try:
+            owned = parse_shard_set(raw["shards"])
+        except TopologyError as exc:
+            raise TopologyError(f"{where}: field 'shards': {exc}") from None
+    elif count == 1:
+        owned = tuple(range(shards))
+    else:
+        raise TopologyError(
+            f"{where}: missing field 'shards' (with several nodes each names its shards,"
+            f" such as {SHARD_SET_FORMS})"
+        )
+    try:
+        return NodeConfig(index, raw.get("bind", bind), raw["resp_port"], owned)
+    except TopologyError as exc:
+        raise TopologyError(f"{where}:" + str(exc).split(":", 1)[1]) from None
 
 
 def _toml_string(value: str) -> str:
@@ -266,8 +574,12 @@ def _toml_string(value: str) -> str:
 
 
 def dumps(topology: Topology) -> str:
-    """The topology as TOML that `loads` reads back to an equal Topology (every field explicit)."""
+    """The topology as TOML that `loads` reads back to an equal Topology (every field explicit,
+    except what keeps older files byte-identical: `shards` when 1 and the node table of a region
+    that runs the default single node)."""
     lines = ["[topology]", f"mirror_naming = {_toml_string(topology.mirror_naming)}"]
+    if topology.shards != 1:
+        lines.append(f"shards = {topology.shards}")
     for region in topology.regions:
         lines += [
             "",
@@ -280,6 +592,16 @@ def dumps(topology: Topology) -> str:
             f"alias = {_toml_string(region.alias)}",
             f"bind = {_toml_string(region.bind)}",
         ]
+        if region._default_nodes(topology.shards):
+            continue
+        for node in region.nodes:
+            lines += [
+                "",
+                "[[region.node]]",
+                f"resp_port = {node.resp_port}",
+                f"bind = {_toml_string(node.bind)}",
+                f"shards = {_toml_string(format_shard_set(node.shards))}",
+            ]
     return "\n".join(lines) + "\n"
 
 

@@ -1,22 +1,31 @@
-"""Topology file: round trips, every validation error, topic names, generated MM2 configs."""
+"""Topology file: round trips, every validation error, shards and nodes, topic names, generated
+MM2 configs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from topology import mm2
 from topology.config import (
+    MAX_SHARDS,
+    NodeConfig,
     RegionConfig,
     Topology,
     TopologyError,
     dump,
     dumps,
+    format_shard_set,
     load,
     loads,
+    parse_shard_set,
+    split_shards,
 )
 from topology.topics import is_oplog_topic, local_topic, mirrored_name, oplog_topic
 
@@ -219,6 +228,343 @@ def test_constructing_objects_validates_too() -> None:
         RegionConfig("x", 300, "h:1", 1)
     with pytest.raises(TopologyError, match="duplicate id 1"):
         Topology((RegionConfig("a", 1, "h:1", 1), RegionConfig("b", 1, "h:2", 2)))
+
+
+# -- shards and nodes ----------------------------------------------------------------------------
+
+# What `dumps` wrote before shards existed, byte for byte: such files must keep reading back equal
+# and writing out identical, or every deployed topology file would churn.
+PRE_SHARDS = """[topology]
+mirror_naming = "default"
+
+[[region]]
+name = "r1"
+id = 1
+bootstrap = "127.0.0.1:9092"
+resp_port = 6380
+id_mode = "strict"
+alias = "A"
+bind = "127.0.0.1"
+
+[[region]]
+name = "r2"
+id = 2
+bootstrap = "127.0.0.1:9093,127.0.0.1:9094"
+resp_port = 6381
+id_mode = "semi-strict"
+alias = "r2"
+bind = "127.0.0.1"
+"""
+
+SHARDED = """
+[topology]
+shards = 4
+
+[[region]]
+name = "r1"
+id = 1
+bootstrap = "127.0.0.1:9092"
+bind = "0.0.0.0"
+
+[[region.node]]
+resp_port = 7001
+shards = "0-1"
+
+[[region.node]]
+resp_port = 7002
+bind = "10.0.0.2"
+shards = "2,3"
+
+[[region]]
+name = "r2"
+id = 2
+bootstrap = "127.0.0.1:9093"
+resp_port = 7010
+"""
+
+
+def test_files_from_before_shards_round_trip_byte_identical() -> None:
+    topo = loads(PRE_SHARDS)
+    assert topo.shards == 1
+    assert dumps(topo) == PRE_SHARDS
+    assert [r.nodes for r in topo.regions] == [
+        (NodeConfig(0, "127.0.0.1", 6380, (0,)),),
+        (NodeConfig(0, "127.0.0.1", 6381, (0,)),),
+    ]
+
+
+def test_sharded_file_with_nodes() -> None:
+    topo = loads(SHARDED)
+    assert topo.shards == 4
+    r1, r2 = topo.regions
+    assert r1.resp_port == 7001  # left out: the first node's
+    assert r1.nodes == (
+        NodeConfig(0, "0.0.0.0", 7001, (0, 1)),  # bind: the region's
+        NodeConfig(1, "10.0.0.2", 7002, (2, 3)),
+    )
+    assert r2.nodes == (NodeConfig(0, "127.0.0.1", 7010, (0, 1, 2, 3)),)  # one node, every shard
+    assert topo.node("r1", 1) is r1.nodes[1] and r1.node(0) is r1.nodes[0]
+    assert r1.owner(3).index == 1 and r2.owner(3).index == 0
+    assert r1.nodes[1].address == "10.0.0.2:7002"
+    with pytest.raises(KeyError, match=r"region 'r1' has no node 2 \(its nodes: 0\.\.1\)"):
+        topo.node("r1", 2)
+    with pytest.raises(KeyError, match="region 'r2' has no node -1"):
+        r2.node(-1)
+    with pytest.raises(KeyError, match="no node owns shard 4"):
+        r1.owner(4)
+
+
+def test_sharded_file_round_trips() -> None:
+    topo = loads(SHARDED)
+    text = dumps(topo)
+    assert "shards = 4" in text and text.count("[[region.node]]") == 2
+    assert 'shards = "2-3"' in text  # written compactly
+    again = loads(text)
+    assert again == topo
+    assert dumps(again) == text
+
+
+def test_a_lone_node_table_may_leave_out_its_shards_and_equals_the_default() -> None:
+    base = "[topology]\nshards = 3\n" + region_toml(resp_port=None)
+    explicit = loads(base + "[[region.node]]\nresp_port = 6380\n")
+    implicit = loads("[topology]\nshards = 3\n" + region_toml())
+    assert explicit == implicit
+    assert explicit.regions[0].nodes[0].shards == (0, 1, 2)
+    assert "[[region.node]]" not in dumps(explicit)  # the same as no table at all
+    elsewhere = loads(base + '[[region.node]]\nresp_port = 6380\nbind = "10.0.0.9"\n')
+    assert "[[region.node]]" in dumps(elsewhere)  # a lone node binding elsewhere is kept
+    assert loads(dumps(elsewhere)) == elsewhere
+
+
+def test_constructed_topology_with_shards_and_nodes(tmp_path: Path) -> None:
+    nodes = (NodeConfig(0, "127.0.0.1", 7000, (2, 0)), NodeConfig(1, "127.0.0.1", 7001, (1, 3)))
+    assert nodes[0].shards == (0, 2)  # any order given, kept sorted
+    topo = Topology(
+        regions=(
+            RegionConfig("east", 1, "h:1", 7000, nodes=nodes),
+            RegionConfig("west", 2, "h:2", 7100),
+        ),
+        shards=4,
+    )
+    # The region given without nodes gets one owning the topology's shards, not just shard 0.
+    assert topo.region("west").nodes == (NodeConfig(0, "127.0.0.1", 7100, (0, 1, 2, 3)),)
+    path = tmp_path / "t.toml"
+    dump(topo, path)
+    assert load(path) == topo
+    assert 'shards = "0,2"' in path.read_text()
+
+
+def test_replacing_a_regions_port_moves_its_default_node() -> None:
+    # Tests start a second node of a region on another port this way; an implicit node follows.
+    topo = loads("[topology]\nshards = 2\n" + region_toml())
+    moved = dataclasses.replace(topo.regions[0], resp_port=7777, bind="0.0.0.0")
+    assert moved.nodes == (NodeConfig(0, "0.0.0.0", 7777, (0, 1)),)
+    again = dataclasses.replace(topo, regions=(moved,))
+    assert again.regions[0].nodes[0].resp_port == 7777
+    assert "[[region.node]]" not in dumps(again)
+    # Explicit nodes do not follow: the region's port must still be its first node's.
+    sharded = loads(SHARDED).regions[0]
+    with pytest.raises(TopologyError, match="field 'resp_port' is 7777 but its first node"):
+        dataclasses.replace(sharded, resp_port=7777)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("0", (0,)),
+        ("0-3", (0, 1, 2, 3)),
+        ("0,2", (0, 2)),
+        ("4-7,9", (4, 5, 6, 7, 9)),
+        (" 9 , 1 - 2 ", (1, 2, 9)),
+        ("5-5", (5,)),
+        (f"{MAX_SHARDS - 1}", (MAX_SHARDS - 1,)),
+    ],
+)
+def test_parse_shard_set(text: str, expected: tuple[int, ...]) -> None:
+    assert parse_shard_set(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", r"shard set '' is empty: name at least one shard"),
+        ("  ", r"is empty"),
+        ("0,", r"shard set '0,': '' is not a shard or a range of shards \(write '0-3'"),
+        ("a-b", r"'a-b' is not a shard or a range"),
+        ("-1", r"'-1' is not a shard"),
+        ("1-2-3", r"'1-2-3' is not a shard"),
+        ("3-1", r"shard set '3-1': the range 3-1 runs backwards"),
+        ("0-3,2", r"shard set '0-3,2': shard 2 is named twice"),
+        ("1,1", r"shard 1 is named twice"),
+        (f"0-{MAX_SHARDS}", rf"shard {MAX_SHARDS} does not exist: a database has at most"),
+        (3, r"a shard set is text such as '0-3', '0,2' or '4-7,9', got 3"),
+    ],
+)
+def test_parse_shard_set_errors(text: str, message: str) -> None:
+    with pytest.raises(TopologyError, match=message):
+        parse_shard_set(text)  # the int case: what TOML gives for `shards = 3`
+
+
+@given(st.sets(st.integers(0, MAX_SHARDS - 1), min_size=1))
+def test_shard_set_text_round_trips(shards: set[int]) -> None:
+    text = format_shard_set(shards)
+    assert parse_shard_set(text) == tuple(sorted(shards))
+    assert "," not in text or all(part for part in text.split(","))
+
+
+def test_format_shard_set() -> None:
+    assert format_shard_set((0, 1, 2, 3, 5, 7, 8)) == "0-3,5,7-8"
+    assert format_shard_set([4]) == "4"
+    assert format_shard_set(()) == ""
+
+
+@pytest.mark.parametrize(
+    ("shards", "nodes", "groups"),
+    [
+        (1, 1, ((0,),)),
+        (4, 1, ((0, 1, 2, 3),)),
+        (4, 2, ((0, 1), (2, 3))),
+        (5, 2, ((0, 1, 2), (3, 4))),
+        (7, 3, ((0, 1, 2), (3, 4), (5, 6))),
+        (3, 3, ((0,), (1,), (2,))),
+    ],
+)
+def test_split_shards(shards: int, nodes: int, groups: tuple[tuple[int, ...], ...]) -> None:
+    assert split_shards(shards, nodes) == groups
+
+
+def test_split_shards_refuses_more_nodes_than_shards() -> None:
+    with pytest.raises(ValueError, match="3 node\\(s\\) cannot share 2 shard\\(s\\)"):
+        split_shards(2, 3)
+    with pytest.raises(ValueError, match="0 node"):
+        split_shards(2, 0)
+
+
+def nodes_toml(*nodes: dict[str, object], shards: int = 4, **region: object) -> str:
+    """A one-region file with `[topology] shards` and the given [[region.node]] tables."""
+    text = f"[topology]\nshards = {shards}\n" + region_toml(**{"resp_port": None, **region})
+    for node in nodes:
+        text += "[[region.node]]\n" + region_toml(**node).split("\n", 1)[1]
+    return text
+
+
+def node(**fields: object) -> dict[str, object]:
+    """Fields of a [[region.node]] table (region_toml's base fields left out)."""
+    return {"name": None, "id": None, "bootstrap": None, "resp_port": None, **fields}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "[topology]\nshards = 0\n" + region_toml(),
+            r"\[topology\]: field 'shards' must be an"
+            r" integer in 1\.\.1024, got 0",
+        ),
+        ("[topology]\nshards = 1025\n" + region_toml(), r"\[topology\]: field 'shards'.*got 1025"),
+        ('[topology]\nshards = "2"\n' + region_toml(), r"\[topology\]: field 'shards'.*got '2'"),
+        ("[topology]\nshards = true\n" + region_toml(), r"\[topology\]: field 'shards'.*got True"),
+        (
+            nodes_toml(node(resp_port=1, shards="0-1"), node(resp_port=2, shards="3")),
+            r"region 'r1': no node owns shard\(s\) 2; every shard 0\.\.3 belongs to exactly one",
+        ),
+        (
+            nodes_toml(node(resp_port=1, shards="0"), node(resp_port=2, shards="3")),
+            r"region 'r1': no node owns shard\(s\) 1-2;",
+        ),
+        (
+            nodes_toml(node(resp_port=1, shards="0-2"), node(resp_port=2, shards="2-3")),
+            r"region 'r1': shard 2 is owned by nodes 0 and 1; every shard belongs to exactly one",
+        ),
+        (
+            nodes_toml(node(resp_port=1, shards="0-1"), node(resp_port=2, shards="2-4")),
+            r"region 'r1', node 1: shard 4 does not exist: \[topology\] shards = 4 makes shards"
+            r" 0\.\.3",
+        ),
+        (
+            nodes_toml(node(resp_port=1, shards="0-1"), node(resp_port=1, shards="2-3")),
+            r"region 'r1': nodes 0 and 1 both listen on 127\.0\.0\.1:1",
+        ),
+        (
+            nodes_toml(node(resp_port=1, shards="0-1"), node(resp_port=2)),
+            r"region 'r1', node 1: missing field 'shards' \(with several nodes each names its",
+        ),
+        (
+            nodes_toml(node(shards="0-3")),
+            r"region 'r1', node 0: missing field 'resp_port'",
+        ),
+        (
+            nodes_toml(node(resp_port=1, shards="0-3", colour="red")),
+            r"region 'r1', node 0: unknown key\(s\) 'colour' \(known: resp_port, bind, shards\)",
+        ),
+        (
+            nodes_toml(node(resp_port=1, shards="x")),
+            r"region 'r1', node 0: field 'shards': shard set 'x': 'x' is not a shard",
+        ),
+        (
+            nodes_toml(node(resp_port=1, shards=3)),
+            r"region 'r1', node 0: field 'shards': a shard set is text such as",
+        ),
+        (
+            nodes_toml(node(resp_port=70000, shards="0-3")),
+            r"region 'r1', node 0: field 'resp_port' must be an integer in 1\.\.65535, got 70000",
+        ),
+        (
+            nodes_toml(node(resp_port=1, shards="0-3", bind="")),
+            r"region 'r1', node 0: field 'bind' must be a non-empty string",
+        ),
+        (
+            nodes_toml(node(resp_port=1, shards="0-3"), resp_port=2),
+            r"region 'r1': field 'resp_port' is 2 but its first node listens on 1: a region's"
+            r" resp_port is its first node's",
+        ),
+        (
+            nodes_toml(node(resp_port=1, shards="0-3"), bind=""),
+            r"region 'r1': field 'bind' must be a non-empty string",  # the region's, not node's
+        ),
+        (
+            nodes_toml(node(resp_port=1, shards="0-3"), name=None),
+            r"region #1: missing field\(s\) 'name'",
+        ),
+        (
+            nodes_toml(node(resp_port=1, shards="x"), name=None),
+            r"region #1, node 0: field 'shards'",
+        ),
+        (region_toml() + "node = 3\n", r"region #1 \('r1'\): 'node' must be an array of tables"),
+        (region_toml() + "node = [1]\n", r"region 'r1', node 0: must be a table"),
+    ],
+)
+def test_shard_and_node_validation_errors(text: str, message: str) -> None:
+    with pytest.raises(TopologyError, match=r"^t\.toml: " + message):
+        loads(text, source="t.toml")
+
+
+def test_nodes_may_share_a_port_on_different_addresses() -> None:
+    # Nodes of a region on different hosts often all use one port, as Redis Cluster nodes do.
+    text = nodes_toml(
+        node(resp_port=6379, shards="0-1", bind="10.0.0.1"),
+        node(resp_port=6379, shards="2-3", bind="10.0.0.2"),
+    )
+    assert [n.address for n in loads(text).regions[0].nodes] == ["10.0.0.1:6379", "10.0.0.2:6379"]
+
+
+def test_constructing_nodes_validates_too() -> None:
+    with pytest.raises(TopologyError, match="node 0: field 'shards' must name at least one"):
+        NodeConfig(0, "h", 1, ())
+    with pytest.raises(TopologyError, match="node 0: field 'shards' names shard 1 twice"):
+        NodeConfig(0, "h", 1, (1, 1))
+    with pytest.raises(TopologyError, match="node 0: field 'shards' holds -1"):
+        NodeConfig(0, "h", 1, (-1,))
+    with pytest.raises(TopologyError, match="node -1: its index must be an integer >= 0"):
+        NodeConfig(-1, "h", 1, (0,))
+    with pytest.raises(TopologyError, match="region 'r': node #1 has index 2"):
+        RegionConfig(
+            "r", 1, "h:1", 1, nodes=(NodeConfig(0, "h", 1, (0,)), NodeConfig(2, "h", 2, (1,)))
+        )
+    with pytest.raises(TopologyError, match="region 'r': nodes must be NodeConfig objects"):
+        RegionConfig("r", 1, "h:1", 1, nodes=("x",))  # type: ignore[arg-type]
+    with pytest.raises(TopologyError, match=r"\[topology\]: field 'shards'"):
+        Topology((RegionConfig("r", 1, "h:1", 1),), shards=0)
 
 
 # -- topic names ----------------------------------------------------------------------------------
