@@ -11,7 +11,7 @@ broker (the JVM's JIT and the Python workers' imports happen there: on a first j
 more CPU than folding 300,000 ops), and times `streams.pipeline.snapshot.snapshot` over the
 whole topic set: read through the
 `streams_oplog` source, grouped by key, folded with the node's `streams.crdt` code, written in
-the snapshot format. The single-process replay rate (`streams.replay.fold.Fold` over the same
+the snapshot format. The single-process replay rate (`streams.crdt.fold.Fold` over the same
 records, decoded in this process) is measured beside it. Each timed run also reports its phases
 (`snapshot(phases=...)`) and the CPU seconds its process tree used (driver, JVM, Python workers,
 from /proc), whose ratio to the wall time says how many cores the run kept busy.
@@ -106,7 +106,7 @@ def synthetic_ops_slice(start: int, end: int) -> list[tuple[str, bytes]]:
 
 def replay_rate(bootstrap: str, n: int) -> float:
     """Single-process fold: read every record, decode, Fold; ops per second."""
-    from streams.replay.fold import Fold
+    from streams.crdt.fold import Fold
 
     consumer = Consumer(consumer_config(bootstrap, "bench-replay", 100))
     consumer.assign([TopicPartition(f"r{o}.oplog", 0, 0) for o in ORIGINS])

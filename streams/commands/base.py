@@ -10,7 +10,7 @@ from streams import errors
 from streams.commands import catalogue
 from streams.commands.catalogue import Spec
 from streams.crdt.ops import Body, Fields
-from streams.crdt.state import State
+from streams.crdt.keyspace import Keyspace
 from streams.errors import CommandError
 from streams.ids import IdMode, StreamID, format_id
 from streams.numbers import string2ll
@@ -19,12 +19,13 @@ from streams.reply import Reply
 
 @dataclass(frozen=True)
 class Context:
-    """What a command may read: the region's materialized state, who it is, and the time.
+    """What a command may read: the region's materialized state (one shard's `State`, or several
+    shards' seen as one: `streams.crdt.keyspace`), who it is, and the time.
 
     `now_ms` is read at the edge (the node's clock, or the test's), never inside the core.
     """
 
-    state: State
+    state: Keyspace
     region: int
     mode: IdMode
     now_ms: int
@@ -46,6 +47,11 @@ class Result:
     reply: Reply
     ops: list[Body] = field(default_factory=list)
     block: BlockRequest | None = None
+
+    @property
+    def effects(self) -> list[Body]:
+        """The ops to issue: none when the command failed (an error reply changes nothing)."""
+        return [] if isinstance(self.reply, CommandError) else self.ops
 
 
 Handler = Callable[[Context, list[bytes]], Result]

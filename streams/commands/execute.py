@@ -1,7 +1,7 @@
-"""Run a command on a pure `Region`: dispatch, then issue its ops in order.
+"""Run a command on a pure `Region`: the node's steps without Kafka.
 
-This is the whole write path without Kafka: the simulated regions of the tests use it directly,
-and the node wraps the same steps around its log appends.
+`dispatch` (resolve, arity, run) then `Region.issue_all`, exactly as the node resolves a request
+and issues its ops; the simulated regions of the scenarios and the differential tests use it.
 """
 
 from __future__ import annotations
@@ -29,10 +29,5 @@ def context(region: Region, now_ms: int) -> Context:
 
 def run(region: Region, args: list[bytes], now_ms: int) -> Executed:
     result = dispatch(context(region, now_ms), args)
-    done = Executed(result.reply, block=result.block)
-    for body in result.ops:
-        if ops.is_replicated(body):
-            done.replicated.append(region.issue(body, now_ms))  # type: ignore[arg-type]
-        else:
-            done.local.append(region.issue_local(body, now_ms))  # type: ignore[arg-type]
-    return done
+    replicated, local = region.issue_all(result.effects, now_ms)
+    return Executed(result.reply, replicated, local, result.block)

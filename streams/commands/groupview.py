@@ -15,7 +15,8 @@ from sortedcontainers import SortedDict, SortedSet
 
 from streams.crdt.groups import Group, PelKey
 from streams.crdt.ops import EntryRef, Fields, OriginIds
-from streams.crdt.state import KeyState, State
+from streams.crdt.keyspace import Keyspace
+from streams.crdt.state import KeyState
 from streams.ids import MIN_ID, StreamID
 from streams.reply import Reply, Status
 
@@ -23,7 +24,7 @@ _ORIGIN_MAX = 2**63
 """Above every region id: the upper bound of "all origins" in a PEL key range."""
 
 
-def find_group(state: State, key: bytes, name: bytes) -> tuple[KeyState, Group] | None:
+def find_group(state: Keyspace, key: bytes, name: bytes) -> tuple[KeyState, Group] | None:
     ks = state.get(key)
     if ks is None:
         return None

@@ -26,7 +26,7 @@ from streams.commands.base import Command, Context, Result, command, eq, parse_i
 from streams.commands.glob import Pattern
 from streams.crdt import ops
 from streams.crdt.ops import Body
-from streams.crdt.state import State
+from streams.crdt.keyspace import Keyspace
 from streams.errors import CommandError
 from streams.ids import MAX_ID, MIN_ID
 from streams.reply import OK, Reply
@@ -123,7 +123,7 @@ def scan(ctx: Context, args: list[bytes]) -> Result:
     return Result([str(next_cursor).encode(), found])
 
 
-def rename_ops(state: State, src: bytes, dst: bytes) -> list[Body]:
+def rename_ops(state: Keyspace, src: bytes, dst: bytes) -> list[Body]:
     """The replicated ops that rename an existing stream `src` to another name `dst`."""
     ks = state.get(src)
     assert ks is not None
@@ -159,14 +159,10 @@ def renamenx(ctx: Context, args: list[bytes]) -> Result:
     return _rename(ctx, args, nx=True)
 
 
-def flush_ops(state: State) -> list[Body]:
+def flush_ops(state: Keyspace) -> list[Body]:
     """One observed-remove DEL per key this region holds: every key with an entry or a group,
     and every emptied stream whose last ID is still remembered (Redis would drop it too)."""
-    return [
-        ops.Del(key)
-        for key in sorted(state.keys)
-        if state.keys[key].exists or state.keys[key].last_id != MIN_ID
-    ]
+    return [ops.Del(key) for key in state.remembered_keys()]
 
 
 def flush(ctx: Context, args: list[bytes]) -> Result:

@@ -6,8 +6,9 @@ metadata, never typed here); this module merges them and checks at import that t
 the catalogue agree: every row is catalogued, a container's rows are its catalogued
 subcommands, and every row but a container's has a handler.
 
-`run` executes a command already found (the node resolves a request's name once, in
-`streams.node.router`); `dispatch` finds and runs in one go (simulated regions, tests). Neither
+`resolve` finds the command a request names (in this table, or in the node's, which adds its own
+commands: `streams.node.router`); `run` executes a command already found; `dispatch` finds and
+runs in one go (simulated regions, tests). Neither
 lets an exception other than `CommandError` escape as a reply: a bug in a handler is re-raised
 for the caller (the node) to log and answer with a generic error, so client input cannot crash
 the node silently.
@@ -60,22 +61,32 @@ def _build() -> dict[str, Command]:
 TABLE: dict[str, Command] = _build()
 
 
-def lookup(args: list[bytes]) -> Command:
-    """The command (or subcommand) to run, after Redis's name and arity checks."""
+Found = Command | str
+"""A row of a table, or the name (`a|b` for a subcommand) of a Redis 7 command we do not
+implement (answered with `catalogue.unsupported`)."""
+
+
+def resolve(args: list[bytes], table: dict[str, Command] = TABLE) -> Found:
+    """The command (or subcommand) `args` names in `table`, as Redis's lookupCommand finds it.
+
+    Raises Redis's unknown command / unknown subcommand error for a name in no Redis 7 command.
+    Arity is not checked here: Redis checks it after authentication (`Command.arity_ok`).
+    """
     name = args[0].lower().decode("utf-8", "replace")
-    cmd = TABLE.get(name)
+    cmd = table.get(name)
     if cmd is None:
+        if catalogue.is_redis_command(name):
+            return name
         raise errors.unknown_command(args[0], args[1:])
-    if cmd.subcommands is not None:
-        if len(args) < 2:
-            raise errors.wrong_arity(cmd.name)
-        sub = cmd.subcommands.get(args[1].lower().decode("utf-8", "replace"))
-        if sub is None:
-            raise errors.unknown_subcommand(cmd.name, args[1])
-        cmd = sub
-    if not cmd.arity_ok(len(args)):
-        raise errors.wrong_arity(cmd.name)
-    return cmd
+    if cmd.subcommands is None or len(args) < 2:
+        return cmd  # a container without its subcommand fails its arity check
+    sub_name = args[1].lower().decode("utf-8", "replace")
+    sub = cmd.subcommands.get(sub_name)
+    if sub is not None:
+        return sub
+    if catalogue.is_redis_command(f"{name}|{sub_name}"):
+        return f"{name}|{sub_name}"
+    raise errors.unknown_subcommand(cmd.name, args[1])
 
 
 def run(cmd: Command, ctx: Context, args: list[bytes]) -> Result:
@@ -88,12 +99,17 @@ def run(cmd: Command, ctx: Context, args: list[bytes]) -> Result:
 
 
 def dispatch(ctx: Context, args: list[bytes]) -> Result:
-    """Find and run one command against the region's state: reply plus the ops it wants
-    logged."""
+    """Find and run one stream command against the region's state, as the node does (Redis's
+    name and arity checks, a Redis command we do not implement refused as unsupported): reply
+    plus the ops it wants logged."""
     if not args:
         return Result(CommandError("ERR empty command"))
     try:
-        cmd = lookup(args)
+        found = resolve(args)
     except CommandError as error:
         return Result(error)
-    return run(cmd, ctx, args)
+    if isinstance(found, str):
+        return Result(catalogue.unsupported(found))
+    if not found.arity_ok(len(args)):
+        return Result(errors.wrong_arity(found.name))
+    return run(found, ctx, args)

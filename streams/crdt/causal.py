@@ -7,7 +7,7 @@ which is what makes at-least-once mirroring safe.
 
 from __future__ import annotations
 
-from streams.crdt.ops import Op
+from streams.crdt.ops import Op, Vector
 
 
 class CausalBuffer:
@@ -27,6 +27,11 @@ class CausalBuffer:
         return op.seq <= self.applied.get(op.origin, 0) or op.seq in self._waiting.get(
             op.origin, {}
         )
+
+    def covers(self, ctx: Vector) -> bool:
+        """Whether everything `ctx` names has been applied."""
+        applied = self.applied
+        return all(applied.get(region, 0) >= seq for region, seq in ctx)
 
     def offer(self, op: Op) -> list[Op]:
         """Take one op; return every op that became deliverable, in delivery order.

@@ -15,7 +15,7 @@ Two kinds:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import get_args
+from typing import TypeGuard, get_args
 
 from streams.ids import StreamID
 
@@ -117,6 +117,13 @@ class Op:
                 return s
         return 0
 
+    def observed(self) -> dict[int, int]:
+        """Per origin, the highest seq its issuer had applied when it issued this op: its ctx,
+        and its own origin's earlier ops. Observed-remove and delete-wins act on exactly that."""
+        covered = dict(self.ctx)
+        covered[self.origin] = self.seq - 1
+        return covered
+
 
 # --- local bodies --------------------------------------------------------------------------
 
@@ -215,5 +222,9 @@ REPLICATED_TYPES: tuple[type, ...] = get_args(ReplicatedBody)
 LOCAL_TYPES: tuple[type, ...] = get_args(LocalBody)
 
 
-def is_replicated(body: Body) -> bool:
+def is_replicated(body: Body) -> TypeGuard[ReplicatedBody]:
     return isinstance(body, REPLICATED_TYPES)
+
+
+def is_local(body: Body) -> TypeGuard[LocalBody]:
+    return isinstance(body, LOCAL_TYPES)

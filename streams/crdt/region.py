@@ -1,11 +1,14 @@
 """One region's replica: materialized state, causal buffer, op numbering, XACK coalescing.
 
 Pure: the caller supplies time and moves ops between regions (the simulated sync of the tests, or
-Kafka in the node). Ops are made in two steps, `prepare` then `commit`, so a node can wait for the
-log to acknowledge an op before the state holds it.
+Kafka in the node). `issue_all` is the one way a command's ops are made: numbered (dot and causal
+context of this moment) and applied at once; the node then logs them and holds the command's reply
+until the log has them (group commit, `streams.node.writepath`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from streams.crdt import ops
 from streams.crdt.causal import CausalBuffer
@@ -56,6 +59,18 @@ class Region:
             raise ValueError(f"op {op.origin}:{op.seq} is not this region's next op")
         self.causal.applied[self.id] = op.seq
         self.state.apply(op)
+
+    def issue_all(
+        self, bodies: Sequence[ops.Body], now_ms: int
+    ) -> tuple[list[ops.Op], list[ops.LocalOp]]:
+        """Issue one command's ops: its replicated ops numbered consecutively and applied, then
+        its local ops (whose ctx therefore covers the replicated ones)."""
+        replicated = [b for b in bodies if ops.is_replicated(b)]
+        prepared = self.prepare_all(replicated, now_ms)
+        for op in prepared:
+            self.commit(op)
+        local = [self.issue_local(b, now_ms) for b in bodies if ops.is_local(b)]
+        return prepared, local
 
     def issue(self, body: ops.ReplicatedBody, now_ms: int) -> ops.Op:
         op = self.prepare(body, now_ms)

@@ -86,6 +86,11 @@ class State:
     def existing_keys(self) -> Iterator[bytes]:
         return (k for k, ks in self.keys.items() if ks.exists)
 
+    def remembered_keys(self) -> list[bytes]:
+        """In order, every key with an entry or a group, and every emptied stream whose last ID
+        is still remembered: the keys FLUSHALL removes."""
+        return sorted(k for k, ks in self.keys.items() if ks.exists or ks.last_id != MIN_ID)
+
     def _key(self, key: bytes) -> KeyState:
         ks = self.keys.get(key)
         if ks is None:
@@ -112,7 +117,7 @@ class State:
 
     def _apply_del(self, op: ops.Op, body: ops.Del) -> None:
         ks = self._key(body.key)
-        ks.entries.remove_all_observed(_covered(op))
+        ks.entries.remove_all_observed(op.observed())
         ks.groups.clear()
         ks.del_tombstones.append((op.origin, op.seq))
         if self._tombstoned is not None:
@@ -126,7 +131,7 @@ class State:
         ks = self.keys.get(body.key)
         if ks is None:
             return
-        covered = _covered(op)
+        covered = op.observed()
         for sid in body.ids:
             for origin in ks.entries.origins_with(sid):
                 if ks.entries.remove_observed(origin, sid, covered.get(origin, 0)):
@@ -136,7 +141,7 @@ class State:
         ks = self.keys.get(body.key)
         if ks is None:
             return
-        covered = _covered(op)
+        covered = op.observed()
         for origin, threshold in body.thresholds:
             ks.entries.trim_observed(origin, threshold, covered.get(origin, 0))
 
@@ -150,7 +155,7 @@ class State:
 
     def _apply_group_create(self, op: ops.Op, body: ops.GroupCreate) -> None:
         ks = self._key(body.key)
-        covered = _covered(op)
+        covered = op.observed()
         beaten = ks.del_tombstones + ks.group_tombstones.get(body.group, [])
         if any(covered.get(origin, 0) < seq for origin, seq in beaten):
             return  # a destroy or DEL it did not observe wins
@@ -239,12 +244,6 @@ class State:
 
 def _feed(h: Any, tag: bytes, data: bytes) -> None:
     h.update(tag + len(data).to_bytes(8, "big") + data)
-
-
-def _covered(op: ops.Op) -> dict[int, int]:
-    covered = dict(op.ctx)
-    covered[op.origin] = op.seq - 1
-    return covered
 
 
 # --- local ops -------------------------------------------------------------------------------

@@ -70,9 +70,15 @@ def wait_child(pid: int) -> bool:
 
 
 def publish(
-    bootstrap: str, topic: str, snapshot_id: str, data: bytes, timeout: float = 60.0
+    bootstrap: str,
+    topic: str,
+    snapshot_id: str,
+    data: bytes,
+    timeout: float = 60.0,
+    partition: int = 0,
 ) -> None:
-    """Append one snapshot file to the snapshot topic as chunks; raises on a failed delivery."""
+    """Append one snapshot file to the snapshot topic as chunks (a shard's snapshots go to its
+    own partition); raises on a failed delivery."""
     digest = hashlib.sha256(data).hexdigest().encode()
     chunks = [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
     errors: list[str] = []
@@ -88,6 +94,7 @@ def publish(
     for index, chunk in enumerate(chunks):
         producer.produce(
             topic,
+            partition=partition,
             key=snapshot_id.encode(),
             value=chunk,
             headers=[
@@ -128,9 +135,10 @@ def _headers(msg: object) -> dict[str, bytes]:
 
 
 def read_complete(
-    bootstrap: str, topic: str, keep: int = 2, timeout: float = 120.0
+    bootstrap: str, topic: str, keep: int = 2, timeout: float = 120.0, partition: int = 0
 ) -> list[tuple[str, bytes]]:
-    """The newest `keep` complete snapshots in the topic, newest first, as (id, file bytes)."""
+    """The newest `keep` complete snapshots in a partition of the topic, newest first, as
+    (id, file bytes)."""
     # Few, large records: the broker finds them fast, and an empty topic answers after one wait.
     consumer = Consumer(consumer_config(bootstrap, f"streams-snapshot-reader-{topic}", 20))
     partial: dict[str, _Assembly] = {}
@@ -143,8 +151,8 @@ def read_complete(
 
     reading = ReadToEnd(
         consumer,
-        {(topic, 0): 0},
-        doing=f"reading the snapshots in {topic}",
+        {(topic, partition): 0},
+        doing=f"reading the snapshots in {topic} partition {partition}",
         timeout=timeout,
         wait_s=0.2,
         on_error=on_error,
@@ -183,9 +191,12 @@ def _sha_ok(asm: _Assembly) -> bool:
     return ok
 
 
-def load_newest(bootstrap: str, topic: str, region_id: int) -> tuple[str, Region, Positions] | None:
-    """The newest snapshot of the topic that reads back whole, falling back to older ones."""
-    for snapshot_id, data in read_complete(bootstrap, topic):
+def load_newest(
+    bootstrap: str, topic: str, region_id: int, partition: int = 0
+) -> tuple[str, Region, Positions] | None:
+    """The newest snapshot in a partition of the topic that reads back whole, falling back to
+    older ones."""
+    for snapshot_id, data in read_complete(bootstrap, topic, partition=partition):
         try:
             region, positions, _meta = read_snapshot(io.BytesIO(data))
         except SnapshotError as exc:

@@ -19,7 +19,7 @@ from streams.crdt.region import Region
 from streams.ops.codec import decode
 from streams.replay import reader
 from streams.replay.describe import key_digests, text
-from streams.replay.fold import Applied, Fold
+from streams.crdt.fold import Applied, Fold
 from streams.replay.run import Request, replay
 
 Partition = tuple[str, int]

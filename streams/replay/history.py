@@ -25,7 +25,7 @@ from streams.crdt.region import Region
 from streams.crdt.state import KeyState
 from streams.ids import MAX_ID, MIN_ID, IdMode, StreamID
 from streams.replay.describe import SCHEMA_VERSION, record_view, sid, text
-from streams.replay.fold import Applied, Partition, Record
+from streams.crdt.fold import Applied, Partition, Record
 from streams.replay.run import Replayed, Request, replay
 
 EntryKey = tuple[StreamID, int]
@@ -76,12 +76,6 @@ def _pel_entry(key: tuple[int, int, int], consumer: bytes | None = None) -> dict
     return out
 
 
-def _covered(op: ops.Op) -> dict[int, int]:
-    covered = dict(op.ctx)
-    covered[op.origin] = op.seq - 1
-    return covered
-
-
 def _dot(d: tuple[int, int]) -> str:
     return f"{d[0]}:{d[1]}"
 
@@ -129,7 +123,7 @@ def replicated_effect(
     elif isinstance(body, ops.GroupCreate):
         existed = snap["group"]
         exists = after is not None and body.group in after.groups
-        covered = _covered(op)
+        covered = op.observed()
         beaten_by = [
             d for d in snap["tombstones"] if covered.get(d[0], 0) < d[1]
         ]

@@ -21,7 +21,7 @@ from streams.ids import IdMode
 from streams.ops.codec import DecodeError, decode
 from streams.replay import reader
 from streams.replay.describe import SCHEMA_VERSION
-from streams.replay.fold import Fold, Observer, Record
+from streams.crdt.fold import Fold, Observer, Record
 from streams.replay.positions import PositionError, parse_offsets, parse_time, resolve_at
 from streams.snapshot import read_snapshot
 from topology.topics import LOCAL_SUFFIX, OPLOG_SUFFIX

@@ -42,7 +42,7 @@ from streams.node import auth, connection, introspection, router
 from streams.node.clients import Client, Clients, client
 from streams.replay import reader
 from streams.replay.describe import vector_text
-from streams.replay.fold import Applied
+from streams.crdt.fold import Applied
 from streams.replay.positions import PositionError
 from streams.replay.run import (
     CorruptError,

@@ -28,7 +28,7 @@ deflate-compressed blocks, whose checksums catch flipped bytes):
    truncated.
 
 Ops still waiting in the causal buffer are not stored: the positions must point at or before
-them so that the tail replay reads them again (`streams.replay.fold.Fold.safe_positions`).
+them so that the tail replay reads them again (`streams.crdt.fold.Fold.safe_positions`).
 """
 
 from streams.snapshot.format import (

@@ -1,4 +1,6 @@
-"""The replay fold: decoded op-log records in, one region's state out, exactly as the node folds.
+"""The fold: decoded op-log records in, one region's state out. The one way records become
+state: the node folds its logs through it at boot and after a reload and then keeps feeding it
+the other regions' ops live; `streams replay`, `diff`, `history` and Spark fold through it too.
 
 Pure (no Kafka): the readers feed it `(partition, offset, record)` in log order per partition.
 
@@ -190,14 +192,10 @@ class Fold:
         if self.observer is not None:
             self.observer(Applied(part, offset, record, index))
 
-    def _covered(self, ctx: ops.Vector) -> bool:
-        applied = self.region.causal.applied
-        return all(applied.get(r, 0) >= s for r, s in ctx)
-
     def _settle(self) -> None:
         while True:
             head = self._head()
-            if head is None or not self._covered(head.ctx):
+            if head is None or not self.region.causal.covers(head.ctx):
                 return
             del self._local[head.seq]
             self._gate = None
