@@ -50,7 +50,7 @@ from streams.node.materializer import Batch, Materializer, RecordAt
 from streams.node.waiters import Waiters
 from streams.node.writepath import WriteBatch, WritePath
 from streams.node.writer import RegionWriter, WriterError
-from streams.replay.fold import Fold
+from streams.crdt.fold import Fold
 from streams.reply import NULL_ARRAY, OK, Map, Reply
 from streams.resp.server import Held, Session, serve
 from streams.snapshot import Positions, read_snapshot
@@ -248,7 +248,7 @@ class RegionNode:
     async def _catch_up(self, timeout: float, booted: Booted | None = None) -> None:
         """Fold every log from the start (or from a snapshot's positions) to its end.
 
-        The fold gates replicated ops on the region's local ops (`streams.replay.fold`), so each
+        The fold gates replicated ops on the region's local ops (`streams.crdt.fold`), so each
         local op (a delivery, an ack) is applied on the state it was made on, as replay and
         Spark do; the materializer reads `.local` first for that."""
         if booted is None:
