@@ -7,10 +7,11 @@ does: a request both cross-slot and foreign is CROSSSLOT); one slot served elsew
 CLUSTERDOWN errors of an unassigned slot never arise.
 
 Inside MULTI, Redis checks each command as it is queued (a redirected command is not queued, and
-the transaction is flagged so that EXEC answers EXECABORT) and, at EXEC, every queued command's
-keys together: keys of different slots across the queue make EXEC answer CROSSSLOT and discard
-the transaction. `redirect_command` is the first check and `redirect_exec` the second; the
-flagging and discarding are the node's.
+the transaction is flagged so that EXEC answers EXECABORT; once flagged, later commands are
+answered QUEUED but not queued either) and, at EXEC, every queued command's keys together: keys
+of different slots across the queue make EXEC answer CROSSSLOT (before EXECABORT) and discard the
+transaction. `redirect_command` is the first check and `redirect_exec` the second; the flagging
+and discarding are the node's.
 """
 
 from __future__ import annotations
