@@ -158,26 +158,6 @@ def format_shard_set(shards: Iterable[int]) -> str:
     return ",".join(parts)
 
 
-def split_shards(shards: int, nodes: int) -> tuple[tuple[int, ...], ...]:
-    """`shards` shards in `nodes` contiguous groups, as even as possible, the larger groups first:
-    `split_shards(5, 2)` -> `((0, 1, 2), (3, 4))`. The layout `streams up --nodes M` and
-    `LocalTopology(nodes=M)` give every region; contiguous groups keep each node's slots one range.
-    """
-    if not 1 <= nodes <= shards:
-        raise ValueError(
-            f"{nodes} node(s) cannot share {shards} shard(s): every node owns at least one shard,"
-            f" so a region runs 1..{shards} nodes"
-        )
-    size, extra = divmod(shards, nodes)
-    groups: list[tuple[int, ...]] = []
-    first = 0
-    for k in range(nodes):
-        count = size + (1 if k < extra else 0)
-        groups.append(tuple(range(first, first + count)))
-        first += count
-    return tuple(groups)
-
-
 @dataclass(frozen=True)
 class NodeConfig:
     """One node process of a region: its number (`--node K`), where it listens, its shards.

@@ -25,7 +25,6 @@ from topology.config import (
     load,
     loads,
     parse_shard_set,
-    split_shards,
 )
 from topology.topics import is_oplog_topic, local_topic, mirrored_name, oplog_topic
 
@@ -416,28 +415,6 @@ def test_format_shard_set() -> None:
     assert format_shard_set((0, 1, 2, 3, 5, 7, 8)) == "0-3,5,7-8"
     assert format_shard_set([4]) == "4"
     assert format_shard_set(()) == ""
-
-
-@pytest.mark.parametrize(
-    ("shards", "nodes", "groups"),
-    [
-        (1, 1, ((0,),)),
-        (4, 1, ((0, 1, 2, 3),)),
-        (4, 2, ((0, 1), (2, 3))),
-        (5, 2, ((0, 1, 2), (3, 4))),
-        (7, 3, ((0, 1, 2), (3, 4), (5, 6))),
-        (3, 3, ((0,), (1,), (2,))),
-    ],
-)
-def test_split_shards(shards: int, nodes: int, groups: tuple[tuple[int, ...], ...]) -> None:
-    assert split_shards(shards, nodes) == groups
-
-
-def test_split_shards_refuses_more_nodes_than_shards() -> None:
-    with pytest.raises(ValueError, match="3 node\\(s\\) cannot share 2 shard\\(s\\)"):
-        split_shards(2, 3)
-    with pytest.raises(ValueError, match="0 node"):
-        split_shards(2, 0)
 
 
 def nodes_toml(*nodes: dict[str, object], shards: int = 4, **region: object) -> str:
