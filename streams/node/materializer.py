@@ -1,23 +1,26 @@
-"""The materializer's Kafka side: read every op-log topic on the region's cluster.
+"""The materializer's Kafka side: read one partition of every op-log topic on the region's cluster.
 
 One consumer thread reads, with `assign()` at explicit offsets (every materializer reads
-everything, and a group join costs seconds), every `*.oplog` topic on the cluster (the region's
-own and the mirrored ones, under either MirrorMaker 2 naming) plus the region's own `.local`
-topic, and hands decoded batches to the node.
+everything of its partition, and a group join costs seconds), partition `partition` of every
+`*.oplog` topic on the cluster (the region's own and the mirrored ones, under either MirrorMaker 2
+naming) plus of the region's own `.local` topic, and hands decoded batches to the node. The
+partition is a shard's: shard s's ops are in partition s of every log (the mirrors copy partition
+s to partition s), so one materializer reads one shard. A topic without that partition is left
+alone until it has one. Until shards exist every log has one partition, read by partition 0.
 
 "Caught up" (the node serves only after it) means every topic reached its end at least once
 since start (`topology.kafka.EndTracker`: right in any order of records and EOF events, and on
 Tansu, whose high watermark is not the log end): the region's own logs by partition EOF, other
 regions' logs, which may grow steadily meanwhile, also by reading past the first end the broker
-reported. The fetch wait follows
-`topology.kafka.FetchPacer`: long while reading the backlog, short while records flow, long again
-when idle, and doubled whenever the broker keeps answering without the records it has (Tansu's
+reported. The reading itself is `topology.kafka.PacedConsumer`: the fetch wait follows
+`topology.kafka.FetchPacer` (long while reading the backlog, short while records flow, long again
+when idle, and doubled whenever the broker keeps answering without the records it has: Tansu's
 cost per fetch grows with a partition's history; a fixed 5 ms wait made a node with a few
-thousand transactions in its log unable to start). Changing the wait means a new librdkafka
-consumer, assigned where the old one stopped.
+thousand transactions in its log unable to start), a changed wait means a new librdkafka consumer
+assigned where the old one stopped, and `wake` leaves the idle wait at once.
 
 The region's own `.local` topic is read to its end before any other topic is assigned: the
-node's catch-up fold (`streams.replay.fold.Fold`) must know every local op before the replicated
+node's catch-up fold (`streams.crdt.fold.Fold`) must know every local op before the replicated
 ops that came after it, to apply each local op on exactly the state it was made on.
 
 A record that does not decode stops the materializer with its topic, partition and offset named:
@@ -36,18 +39,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import KafkaException, Message
 
 from streams.crdt import ops
 from streams.ops.codec import DecodeError, decode
-from topology.kafka import (
-    EndTracker,
-    FetchPacer,
-    Pacing,
-    Partition,
-    consumer_config,
-    poll_batch,
-)
+from topology.kafka import PacedConsumer, Pacing, Partition
 from topology.topics import is_oplog_topic
 
 log = logging.getLogger(__name__)
@@ -105,12 +101,16 @@ class Materializer:
         pacing: Pacing | None = None,
         own_topics: frozenset[str] = frozenset(),
         skip_records: frozenset[RecordAt] = frozenset(),
+        *,
+        partition: int = 0,
     ) -> None:
         """`own_topics`: the region's own logs; read while catching up, then dropped, since the
         live node applied their ops when it wrote them (reading them back would only decode
-        every write of the region to throw it away)."""
+        every write of the region to throw it away). `start_offsets` (per topic) and every
+        position are offsets in partition `partition`, the one partition read of each topic."""
         self.bootstrap = bootstrap
         self.local_topic = local_topic
+        self.partition = partition
         self.name = name
         self._on_batch = on_batch
         self._on_error = on_error
@@ -121,16 +121,18 @@ class Materializer:
         self._local_read = False  # the .local backlog is read: the other topics may come
         self.own_positions: dict[str, int] = {}
         """Where reading the own topics stopped when they were dropped after catching up."""
-        self._group_id = f"streams-{name}"
         self.pacing = pacing or Pacing()
-        self._pacer = FetchPacer(self.pacing, time.monotonic())
-        self._consumer = self._new_consumer(self._pacer.wait_ms)
-        self._tracker = EndTracker()
-        self._tracker_lock = threading.Lock()
+        self._reader = PacedConsumer(
+            bootstrap,
+            f"streams-{name}",
+            pacing=self.pacing,
+            poll_s=POLL_S,
+            max_records=MAX_BATCH,
+            name=name,
+        )
         self.records_read = 0
         self.caught_up = threading.Event()
         self._stop = threading.Event()
-        self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.error: Exception | None = None
 
@@ -138,18 +140,16 @@ class Materializer:
 
     @property
     def positions(self) -> dict[str, int]:
-        """The next offset to read per topic (partition 0: op logs have one partition)."""
-        with self._tracker_lock:
-            return {t: s.position for (t, _p), s in self._tracker.partitions.items()}
+        """The next offset to read per topic (in partition `partition`)."""
+        return {topic: offset for (topic, _p), offset in self._reader.positions().items()}
 
     @property
     def fetch_wait_ms(self) -> int:
-        return self._pacer.wait_ms
+        return self._reader.wait_ms
 
     def progress(self) -> str:
         """Per topic: where reading is and where the end is, as far as known."""
-        with self._tracker_lock:
-            return self._tracker.describe()
+        return self._reader.describe()
 
     # --- life cycle ----------------------------------------------------------------------------
 
@@ -161,72 +161,53 @@ class Materializer:
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         try:
-            self._consumer.close()
+            self._reader.close()
         except RuntimeError:
             pass
 
     def wake(self) -> None:
         """Records are expected soon (a sync is under way): leave the idle fetch wait now."""
-        self._wake.set()
+        self._reader.wake()
 
     def wants(self, topic: str) -> bool:
         return is_oplog_topic(topic) or topic == self.local_topic
 
     # --- the consumer thread -------------------------------------------------------------------
 
-    def _new_consumer(self, wait_ms: int) -> Consumer:
-        return Consumer(consumer_config(self.bootstrap, self._group_id, wait_ms))
+    def _part(self, topic: str) -> Partition:
+        return (topic, self.partition)
+
+    def _local_reached_end(self) -> bool:
+        local = self._reader.tracker.partitions.get(self._part(self.local_topic))
+        return local is not None and local.reached_end
 
     def _refresh(self) -> None:
-        metadata = self._consumer.list_topics(timeout=5)
-        with self._tracker_lock:
-            new = [
-                t
-                for t in metadata.topics
-                if self.wants(t) and (t, 0) not in self._tracker.partitions
-            ]
-            if self.caught_up.is_set():
-                new = [t for t in new if t not in self.own_topics]
-            if not self._local_read:
-                local = self._tracker.partitions.get((self.local_topic, 0))
-                if local is not None and local.reached_end:
-                    self._local_read = True
-                elif self.local_topic in metadata.topics:
-                    new = [t for t in new if t == self.local_topic]
-                else:
-                    self._local_read = True  # no local log (yet): nothing to read first
-            for topic in new:
-                # Other regions' logs may grow steadily while they are read: caught up at the
-                # end first reported (topology.kafka's docstring says why).
-                growing = topic not in self.own_topics
-                self._tracker.assign((topic, 0), self._start.get(topic, 0), growing=growing)
-        if new:
-            self._consumer.incremental_assign(
-                [TopicPartition(t, 0, self._start.get(t, 0)) for t in new]
-            )
+        """Assign the wanted topics that appeared (that have our partition): `.local` alone
+        until its backlog is read, then the op logs."""
+        present = {
+            topic
+            for topic, partitions in self._reader.topics(timeout=5).items()
+            if self.wants(topic) and self.partition in partitions
+        }
+        assigned = self._reader.tracker.partitions
+        new = {t for t in present if self._part(t) not in assigned}
+        if self.caught_up.is_set():
+            new -= self.own_topics
+        if not self._local_read:
+            if self._local_reached_end() or self.local_topic not in present:
+                self._local_read = True  # read, or no local log (yet): nothing to read first
+            else:
+                new &= {self.local_topic}
+        # Other regions' logs may grow steadily while they are read: caught up at the end
+        # first reported (topology.kafka's docstring says why).
+        self._reader.assign(
+            {self._part(t): self._start.get(t, 0) for t in new},
+            growing={self._part(t) for t in new - self.own_topics},
+        )
 
     def _drop_own_topics(self) -> None:
-        with self._tracker_lock:
-            own = [p for p in self._tracker.partitions if p[0] in self.own_topics]
-            for part in own:
-                self.own_positions[part[0]] = self._tracker.partitions[part].position
-                del self._tracker.partitions[part]
-        if own:
-            self._consumer.incremental_unassign([TopicPartition(t, p) for t, p in own])
-
-    def _repace(self, wait_ms: int) -> None:
-        """A new consumer with another fetch wait, assigned where reading stands."""
-        old = self._consumer
-        self._consumer = self._new_consumer(wait_ms)
-        old.close()
-        with self._tracker_lock:
-            where = [
-                TopicPartition(t, p, state.position)
-                for (t, p), state in self._tracker.partitions.items()
-            ]
-        if where:
-            self._consumer.assign(where)
-        log.debug("%s: fetch wait now %d ms", self.name, wait_ms)
+        dropped = self._reader.unassign(self._part(t) for t in self.own_topics)
+        self.own_positions.update({topic: offset for (topic, _p), offset in dropped.items()})
 
     def _decode(self, msg: Message[Any, Any]) -> Decoded | None:
         """The decoded record; None for an undecodable one the operator named to skip."""
@@ -260,32 +241,6 @@ class Materializer:
             )
         return Decoded(topic, partition, offset, record)
 
-    def _poll(self) -> tuple[Batch, set[Partition]]:
-        messages = poll_batch(self._consumer, POLL_S, MAX_BATCH)
-        batch: Batch = []
-        delivered: set[Partition] = set()
-        with self._tracker_lock:
-            for msg in messages:
-                err = msg.error()
-                part = (msg.topic() or "", msg.partition() or 0)
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        self._tracker.on_eof(part, msg.offset() or 0)
-                    else:
-                        log.warning("%s: %s", self.name, err)
-                    continue
-                decoded = self._decode(msg)
-                delivered.add(part)
-                self._tracker.on_record(part, msg.offset() or 0)
-                if decoded is not None:
-                    batch.append(decoded)
-            for part in self._tracker.partitions:
-                _low, high = self._consumer.get_watermark_offsets(
-                    TopicPartition(*part), cached=True
-                )
-                self._tracker.on_high_watermark(part, high)
-        return batch, delivered
-
     def _run(self) -> None:
         next_refresh = 0.0
         next_progress = time.monotonic() + PROGRESS_EVERY_S
@@ -302,19 +257,18 @@ class Materializer:
                         # is looked up again later; reading goes on with what is assigned.
                         log.warning("%s: cannot list topics, retrying: %s", self.name, exc)
                         next_refresh = now + TOPIC_RETRY_S
-                batch, delivered = self._poll()
+                decoded = (self._decode(msg) for msg in self._reader.poll())
+                batch = [record for record in decoded if record is not None]
                 self.records_read += len(batch)
                 if batch:
                     self._on_batch(batch)
                 now = time.monotonic()
-                with self._tracker_lock:
-                    local = self._tracker.partitions.get((self.local_topic, 0))
-                    if not self._local_read and local is not None and local.reached_end:
-                        next_refresh = 0.0  # assign the other topics now
-                    caught_up = self._local_read and self._tracker.caught_up()
-                    behind = {p for p in self._tracker.partitions if self._tracker.behind(p)}
-                if caught_up and not self.caught_up.is_set():
-                    self._pacer.caught_up(now)
+                if not self._local_read and self._local_reached_end():
+                    next_refresh = 0.0  # assign the other topics now
+                if self.caught_up.is_set():
+                    continue
+                if self._local_read and self._reader.tracker.caught_up():
+                    self._reader.leave_catch_up()
                     self.caught_up.set()
                     self._drop_own_topics()
                     log.info(
@@ -323,7 +277,7 @@ class Materializer:
                         self.records_read,
                         now - started,
                     )
-                elif not self.caught_up.is_set() and now >= next_progress:
+                elif now >= next_progress:
                     next_progress = now + PROGRESS_EVERY_S
                     log.info(
                         "%s: catching up, %d records read in %.0f s: %s",
@@ -332,12 +286,6 @@ class Materializer:
                         now - started,
                         self.progress(),
                     )
-                wait = self._pacer.observe(now, delivered, behind)
-                if self._wake.is_set():
-                    self._wake.clear()
-                    wait = self._pacer.wake(now) or wait
-                if wait is not None:
-                    self._repace(wait)
         except Exception as exc:  # reported to the node, which refuses to go on silently
             self.error = exc
             log.error("%s", exc)

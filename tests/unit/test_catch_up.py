@@ -19,9 +19,9 @@ import pytest
 from confluent_kafka import KafkaError
 
 from streams.crdt import ops
-from streams.node import materializer as materializer_module
 from streams.node.materializer import Batch, Materializer
 from streams.ops.codec import encode
+from topology import kafka
 from topology.kafka import EndTracker, FetchPacer, Pacing
 
 Event = tuple[str, str, int]  # (kind "rec" | "eof", topic, offset)
@@ -273,9 +273,13 @@ class ScriptedConsumer:
         self._pending: list[FakeMessage] = []
 
     def list_topics(self, timeout: float) -> Any:
-        return type("Metadata", (), {"topics": {t: None for t in ScriptedConsumer.topics}})()
+        one_partition = type("TopicMetadata", (), {"partitions": {0: None}})()
+        return type("Metadata", (), {"topics": dict.fromkeys(self.topics, one_partition)})()
 
     def incremental_assign(self, parts: list[Any]) -> None:
+        pass
+
+    def incremental_unassign(self, parts: list[Any]) -> None:
         pass
 
     def assign(self, parts: list[Any]) -> None:
@@ -328,7 +332,7 @@ def test_materializer_signals_caught_up_however_records_and_eof_share_batches(
     events = partition_events("r1.oplog", [0, 1, 2], 3)
     ScriptedConsumer.script = iter(script_for(events, sizes))
     ScriptedConsumer.topics = ["r1.oplog"]
-    monkeypatch.setattr(materializer_module, "Consumer", ScriptedConsumer)
+    monkeypatch.setattr(kafka, "Consumer", ScriptedConsumer)
     received: list[Batch] = []
     errors: list[Exception] = []
     mat = Materializer("fake:1", "r1.local", received.append, errors.append)
@@ -354,7 +358,7 @@ def test_materializer_is_caught_up_once_every_topic_reported_its_end_even_while_
     ]
     ScriptedConsumer.script = iter(script_for(events, [2, 1, 2]))
     ScriptedConsumer.topics = ["r1.oplog", "r2.oplog"]
-    monkeypatch.setattr(materializer_module, "Consumer", ScriptedConsumer)
+    monkeypatch.setattr(kafka, "Consumer", ScriptedConsumer)
     done = threading.Event()
     mat = Materializer("fake:1", "r1.local", lambda b: None, lambda e: done.set())
     mat.start()
@@ -375,7 +379,7 @@ def test_materializer_catches_up_while_another_region_writes_without_pause(
     ScriptedConsumer.script = iter(script_for(events, [1] * len(events)))
     ScriptedConsumer.topics = ["r1.local", "r1.oplog", "r2.oplog"]
     ScriptedConsumer.highs = {"r2.oplog": 11}
-    monkeypatch.setattr(materializer_module, "Consumer", ScriptedConsumer)
+    monkeypatch.setattr(kafka, "Consumer", ScriptedConsumer)
     received: list[int] = []
     mat = Materializer(
         "fake:1",

@@ -1,8 +1,8 @@
 """`python -m topology.mirror --topology FILE [--once]`: run the mirrors of a topology file.
 
-The copier itself (`Mirror`, `MirrorSet`) is `topology.mirror`; this is its command line:
-mirror every region's op log to every other region's cluster until Ctrl-C / SIGTERM, printing a
-line per pair whose count moved, or (`--once`) copy what exists now and exit.
+The command line of the package (`MirrorSet`): mirror every region's op log to every other
+region's cluster until Ctrl-C / SIGTERM, printing a line per pair whose count moved, or
+(`--once`) copy what exists now and exit.
 """
 
 from __future__ import annotations
