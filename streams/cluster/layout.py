@@ -67,9 +67,7 @@ class Layout:
     myself: int
 
     def __post_init__(self) -> None:
-        owned = sorted(s for n in self.nodes for s in n.shards)
-        if owned != list(range(self.shards)):
-            raise ValueError(f"every one of the {self.shards} shards needs exactly one owner")
+        _check_ownership(self.shards, [n.shards for n in self.nodes])
         if [n.index for n in self.nodes] != list(range(len(self.nodes))):
             raise ValueError("nodes are listed in index order, from 0")
         if len({n.node_id for n in self.nodes}) != len(self.nodes):
@@ -91,6 +89,7 @@ class Layout:
         owned = spread(shards, len(endpoints)) if owners is None else owners
         if len(owned) != len(endpoints):
             raise ValueError(f"{len(endpoints)} endpoints but {len(owned)} ownership sets")
+        _check_ownership(shards, owned)
         nodes = tuple(
             ClusterNode(
                 index=i,
@@ -125,6 +124,11 @@ class Layout:
     def runs(self) -> list[tuple[range, ClusterNode]]:
         """Every run of consecutive slots served by one node, in slot order (CLUSTER SLOTS)."""
         return sorted(((r, n) for n in self.nodes for r in n.slots), key=lambda rn: rn[0].start)
+
+
+def _check_ownership(shards: int, owned: Sequence[Sequence[int]]) -> None:
+    if sorted(s for shards_of_node in owned for s in shards_of_node) != list(range(shards)):
+        raise ValueError(f"every one of the {shards} shards needs exactly one owner")
 
 
 def slot_runs(shards: int, owned: Sequence[int]) -> tuple[range, ...]:

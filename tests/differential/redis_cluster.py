@@ -12,10 +12,8 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-import time
-from types import TracebackType
 
-from support import RawClient, free_port
+from support import RawClient, free_port, wait_until
 
 from differential.redis_server import find_redis_server
 from streams.slots import shard_ranges
@@ -24,7 +22,7 @@ READY_TIMEOUT_S = 30.0
 
 
 class RedisCluster:
-    """`with RedisCluster(2) as cluster:` masters on `cluster.ports`, ids in `cluster.ids`."""
+    """`start()` runs the masters (on `ports`, ids in `ids`), `stop()` kills them."""
 
     def __init__(self, masters: int) -> None:
         found = find_redis_server()
@@ -42,8 +40,8 @@ class RedisCluster:
         try:
             for i in range(self.masters):
                 self._start_one(i)
-            for i, port in enumerate(self.ports):
-                self._wait_ping(port, i)
+            for i in range(self.masters):
+                wait_until(lambda i=i: self._answers_ping(i), READY_TIMEOUT_S, 0.05)
             self._form()
         except BaseException:
             self.stop()
@@ -74,25 +72,19 @@ class RedisCluster:
             )
         )  # fmt: skip
 
-    def _wait_ping(self, port: int, i: int) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self._processes[i].poll() is not None:
-                raise RuntimeError(f"redis-server {i} exited: {self.log(i)}")
-            try:
-                conn = RawClient(port, timeout_s=1.0)
-            except OSError:
-                time.sleep(0.05)
-                continue
-            try:
-                if conn.call([b"PING"]) == b"+PONG\r\n":
-                    return
-            except OSError:
-                pass
-            finally:
-                conn.close()
-            time.sleep(0.05)
-        raise TimeoutError(f"redis-server {i} did not answer PING within {READY_TIMEOUT_S}s")
+    def _answers_ping(self, i: int) -> bool:
+        if self._processes[i].poll() is not None:
+            raise RuntimeError(f"redis-server {i} exited: {self.log(i)}")
+        try:
+            conn = RawClient(self.ports[i], timeout_s=1.0)
+        except OSError:
+            return False
+        try:
+            return conn.call([b"PING"]) == b"+PONG\r\n"
+        except OSError:
+            return False
+        finally:
+            conn.close()
 
     def _form(self) -> None:
         ranges = shard_ranges(self.masters)
@@ -103,11 +95,7 @@ class RedisCluster:
             self.ids.append(self.command(i, b"CLUSTER", b"MYID").decode())
         for port in self.ports[1:]:
             self.command(0, b"CLUSTER", b"MEET", b"127.0.0.1", b"%d" % port)
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not all(self._ready(i) for i in range(self.masters)):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the cluster did not form within {READY_TIMEOUT_S}s")
-            time.sleep(0.1)
+        wait_until(lambda: all(self._ready(i) for i in range(self.masters)), READY_TIMEOUT_S, 0.1)
 
     def _ready(self, i: int) -> bool:
         info = self.command(i, b"CLUSTER", b"INFO").decode()
@@ -148,15 +136,3 @@ class RedisCluster:
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None
-
-    def __enter__(self) -> RedisCluster:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

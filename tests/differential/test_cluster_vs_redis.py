@@ -46,8 +46,12 @@ FOREIGN = [b"a", b"d", b"{a}b"]
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[RedisCluster]:
     require_redis_server()
-    with RedisCluster(2) as running:
+    running = RedisCluster(2)
+    running.start()
+    try:
         yield running
+    finally:
+        running.stop()
 
 
 def layout_of(cluster: RedisCluster, me: int) -> Layout:
@@ -421,6 +425,8 @@ GETKEYS_REQUESTS = [
     [b"XREADGROUP", b"GROUP", b"g", b"c", b"NOACK", b"STREAMS", a, b, b">", b">"],
     [b"XREADGROUP", b"GROUP", b"g", b"c", b"COUNT", b"STREAMS", a, b">"],
     [b"XREADGROUP", b"GROUP", b"g", b"c", b"x", b"y", b"z"],
+    [b"XREADGROUP", b"GROUP", b"g", b"c", b"streams", b"STREAMS", a],
+    [b"XREAD", b"x", b"STREAMS", a],
     [b"XADD", a, b"*", b"f", b"v"],
     [b"XADD", a],
     [b"DEL", a, b, c],
