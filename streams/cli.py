@@ -10,6 +10,7 @@ from pathlib import Path
 
 import redis
 
+from streams.cluster.layout import slot_runs
 from streams.ids import IdMode
 from streams.pipeline import cli as sparkcli
 from streams.replay.cli import register as register_replay_verbs
@@ -18,7 +19,7 @@ from streams.scenarios.resp_driver import RespDriver
 from streams.scenarios.runner import Outcome, run
 from streams.scenarios.sim import SimulatedRegions
 from streams.sdk import groupcli
-from topology.config import TopologyError, load
+from topology.config import NodeConfig, Topology, TopologyError, format_shard_set, load
 from topology.local import LocalTopology
 
 STATE_DIR = Path(".streams")
@@ -30,22 +31,37 @@ STATE_DIR = Path(".streams")
 def _up(args: argparse.Namespace) -> int:
     external = None
     if args.topology:
+        if (args.shards, args.nodes) != (1, 1):
+            print(
+                "streams up: --shards and --nodes shape embedded regions; with --topology the"
+                " file says them ([topology] shards, [[region.node]] tables)",
+                file=sys.stderr,
+            )
+            return 2
         try:
             external = load(args.topology)
         except (OSError, TopologyError) as exc:
             print(f"streams up: {exc}", file=sys.stderr)
             return 2
     what = f"topology {args.topology}" if external else f"{args.regions} embedded regions"
+    if external is None and (args.shards, args.nodes) != (1, 1):
+        what += f", {args.shards} shard(s) on {args.nodes} node(s) each"
+    try:
+        topo = LocalTopology(
+            regions=args.regions,
+            manual_sync=False,
+            id_mode=args.id_mode,
+            mirror_naming=args.mirror_naming,
+            port_base=args.port_base,
+            external=external,
+            workdir=str(args.state_dir),
+            shards=args.shards,
+            nodes=args.nodes,
+        )
+    except ValueError as exc:
+        print(f"streams up: {exc}", file=sys.stderr)
+        return 2
     print(f"streams up: starting {what} ...", flush=True)
-    topo = LocalTopology(
-        regions=args.regions,
-        manual_sync=False,
-        id_mode=args.id_mode,
-        mirror_naming=args.mirror_naming,
-        port_base=args.port_base,
-        external=external,
-        workdir=str(args.state_dir),
-    )
     args.state_dir.mkdir(parents=True, exist_ok=True)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -58,10 +74,7 @@ def _up(args: argparse.Namespace) -> int:
         return 1
     try:
         assert topo.topology is not None
-        print(f"{'region':<8} {'id':>3}  {'RESP':<22} {'Kafka bootstrap':<22} id mode")
-        for cfg in topo.topology.regions:
-            resp = f"{cfg.bind}:{cfg.resp_port}"
-            print(f"{cfg.name:<8} {cfg.id:>3}  {resp:<22} {cfg.bootstrap:<22} {cfg.id_mode}")
+        _print_regions(topo.topology)
         print(f"topology file: {topo.topology_path}   (streams status reads it)")
         if external is None:
             print(
@@ -77,6 +90,34 @@ def _up(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_regions(topology: Topology) -> None:
+    """Each region's first node (the port a plain client uses), then every node with its slots
+    and shards, and how a cluster client connects when a region runs several nodes."""
+    print(f"{'region':<8} {'id':>3}  {'RESP':<22} {'Kafka bootstrap':<22} id mode")
+    for cfg in topology.regions:
+        resp = f"{cfg.bind}:{cfg.resp_port}"
+        print(f"{cfg.name:<8} {cfg.id:>3}  {resp:<22} {cfg.bootstrap:<22} {cfg.id_mode}")
+    print(f"nodes ({topology.shards} shard(s) of the 16384 hash slots):")
+    for cfg in topology.regions:
+        nodes = ", ".join(
+            f"{node.address} ({_slots_text(topology.shards, node)})" for node in cfg.nodes
+        )
+        print(f"  {cfg.name}: {nodes}")
+    clustered = [cfg for cfg in topology.regions if len(cfg.nodes) > 1]
+    if clustered:
+        print(
+            "cluster clients (redis-cli -c, redis-py RedisCluster) may start at any node of a"
+            f" region and follow MOVED to a key's node: redis-cli -c -p {clustered[0].resp_port}"
+        )
+
+
+def _slots_text(shards: int, node: NodeConfig) -> str:
+    """`slots 0-8191, shards 0-1`: a node's hash slots (as maximal runs) and its shards."""
+    runs = ",".join(f"{r.start}-{r.stop - 1}" for r in slot_runs(shards, node.shards))
+    noun = "shard" if len(node.shards) == 1 else "shards"
+    return f"slots {runs}, {noun} {format_shard_set(node.shards)}"
+
+
 # --- status -----------------------------------------------------------------------------------
 
 
@@ -89,25 +130,34 @@ def _status(args: argparse.Namespace) -> int:
         return 2
     code = 0
     for cfg in topology.regions:
-        client = redis.Redis(host=cfg.bind, port=cfg.resp_port, socket_timeout=2)
-        try:
-            flat = client.execute_command("CRDT.INFO")  # type: ignore[no-untyped-call]
-        except redis.RedisError as exc:
-            print(f"{cfg.name}: unreachable on {cfg.bind}:{cfg.resp_port} ({exc})")
-            code = 1
-            continue
-        finally:
-            client.close()
-        info = {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
-        text = {k: v.decode() if isinstance(v, bytes) else str(v) for k, v in info.items()}
-        print(f"{cfg.name} (id {cfg.id}, {text['id_mode']}) on {cfg.bind}:{cfg.resp_port}")
-        print(f"  applied vector:        {text['vector']}")
-        print(f"  ops waiting (causal):  {text['waiting_ops']}")
-        print(f"  ms since last op from: {text['ms_since_last_op'] or '-'}")
-        for key in ("write_fault", "materializer_error"):
-            if text.get(key):
-                print(f"  {key.replace('_', ' ')}: {text[key]}")
+        for node in cfg.nodes:
+            name = cfg.name if len(cfg.nodes) == 1 else f"{cfg.name} node {node.index}"
+            client = redis.Redis(host=node.bind, port=node.resp_port, socket_timeout=2)
+            try:
+                flat = client.execute_command("CRDT.INFO")  # type: ignore[no-untyped-call]
+            except redis.RedisError as exc:
+                print(f"{name}: unreachable on {node.address} ({exc})")
                 code = 1
+                continue
+            finally:
+                client.close()
+            info = {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
+            text = {k: v.decode() if isinstance(v, bytes) else str(v) for k, v in info.items()}
+            where = node.address
+            if topology.shards > 1:
+                where += f" ({_slots_text(topology.shards, node)})"
+            print(f"{name} (id {cfg.id}, {text.get('id_mode', '?')}) on {where}")
+            print(f"  applied vector:        {text.get('vector') or '-'}")
+            print(f"  ops waiting (causal):  {text.get('waiting_ops') or '-'}")
+            print(f"  ms since last op from: {text.get('ms_since_last_op') or '-'}")
+            # Per-shard lines, as the node gives them (fields named shard...).
+            for key, value in text.items():
+                if key.startswith("shard"):
+                    print(f"  {key}: {value}")
+            for key in ("write_fault", "materializer_error"):
+                if text.get(key):
+                    print(f"  {key.replace('_', ' ')}: {text[key]}")
+                    code = 1
     return code
 
 
@@ -184,18 +234,43 @@ def main(argv: list[str] | None = None) -> int:
     up = sub.add_parser(
         "up",
         help="start brokers, mirrors and region nodes; print the RESP ports",
-        description="Start the embedded topology (one Tansu broker per region, the mirrors, one "
-        "node per region) or, with --topology, nodes and mirrors for existing Kafka clusters. "
-        "The embedded brokers keep nothing on disk: for durable data use --topology.",
+        description="Start the embedded topology (one Tansu broker per region, the mirrors, the "
+        "nodes of each region) or, with --topology, nodes and mirrors for existing Kafka "
+        "clusters. The embedded brokers keep nothing on disk: for durable data use --topology.",
     )
     up.add_argument("--regions", type=int, default=3, help="embedded regions (default 3)")
     up.add_argument("--topology", help="topology TOML file naming existing Kafka clusters")
     up.add_argument("--id-mode", default="strict", choices=[m.value for m in IdMode])
     up.add_argument("--mirror-naming", default="identity", choices=["identity", "default"])
-    up.add_argument("--port-base", type=int, help="RESP port of r1 (r2 = +1, ...); default free")
+    up.add_argument(
+        "--port-base",
+        type=int,
+        help="RESP port of r1's first node (then +1 per node, region by region); default free",
+    )
     up.add_argument("--state-dir", type=Path, default=STATE_DIR, help="where logs go")
+    up.add_argument(
+        "--shards",
+        type=int,
+        default=1,
+        metavar="S",
+        help="shards of the database (default 1, at most 1024): a key's hash slot (CRC16 mod "
+        "16384, as Redis Cluster) falls in one shard's slot range, and shard s is partition s "
+        "of every op-log topic, its own replicated state and its own writer; more shards put "
+        "more write transactions in flight. Fixed once the topics exist",
+    )
+    up.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        metavar="M",
+        help="node processes per region (default 1, at most S), each owning a contiguous group "
+        "of the shards on its own port; with more than one, a region's nodes speak the Redis "
+        "Cluster protocol (redis-cli -c, redis-py RedisCluster follow MOVED)",
+    )
 
-    status = sub.add_parser("status", help="regions, applied vectors and replication lag")
+    status = sub.add_parser(
+        "status", help="each node: applied vectors, ops waiting and replication lag"
+    )
     status.add_argument("--topology", help="topology file (default: the one `streams up` wrote)")
     status.add_argument("--state-dir", type=Path, default=STATE_DIR)
 
@@ -231,7 +306,6 @@ def main(argv: list[str] | None = None) -> int:
         return _demo(args)
     print(f"streams {args.command}: not built yet ({NOT_BUILT[args.command]}).", file=sys.stderr)
     return 2
-
 
 
 if __name__ == "__main__":

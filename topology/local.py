@@ -2,13 +2,19 @@
 "Other runtime facts").
 
 One Tansu broker per region (memory-only, free loopback ports), the mirrors between them (threads
-of this process), and one region node per region (a `python -m streams.node` subprocess, so a
-test can SIGKILL it). Tests outside this repo drive the product through this class: keep its
-surface stable.
+of this process), and the node processes of each region (`python -m streams.node` subprocesses,
+so a test can SIGKILL one). Tests outside this repo drive the product through this class: keep
+its surface stable.
 
     with LocalTopology(regions=3, manual_sync=True) as topo:
         topo.client(1).xadd("x", {"f": "v"})
         topo.sync()
+
+Shards (DESIGN.md section 13): `shards=S` gives the database S shards, `nodes=M` runs M node
+processes per region, each owning a contiguous group of the shards (`streams.cluster.spread`) on
+its own port; with M > 1 a region's nodes speak the Redis Cluster protocol and
+`cluster_client(i)` follows their MOVED replies. `.ports[i]` stays the first node's port, so
+everything written for one node per region keeps working.
 """
 
 from __future__ import annotations
@@ -24,9 +30,11 @@ from pathlib import Path
 from types import TracebackType
 
 import redis
+from redis.cluster import ClusterNode, RedisCluster
 
+from streams.cluster.layout import spread
 from topology.broker import EmbeddedBroker
-from topology.config import RegionConfig, Topology, dumps
+from topology.config import MAX_SHARDS, NodeConfig, RegionConfig, Topology, dumps
 from topology.mirror import MirrorSet
 from topology.ports import free_port
 
@@ -48,18 +56,32 @@ class LocalTopology:
         port_base: int | None = None,
         external: Topology | None = None,
         node_args: list[str] | None = None,
+        shards: int = 1,
+        nodes: int = 1,
     ) -> None:
         """`external`: run nodes and mirrors for an existing topology (its own Kafka clusters)
-        instead of starting embedded brokers; `port_base`: RESP ports base, base+1, ... instead
-        of free ports; `node_args`: extra `python -m streams.node` options for every node (e.g.
+        instead of starting embedded brokers (its file decides shards and nodes); `port_base`:
+        RESP ports base, base+1, ... (region by region, node by node) instead of free ports;
+        `node_args`: extra `python -m streams.node` options for every node (e.g.
         `["--requirepass", "pw"]`: `client(i)` and `sync()` then authenticate with it, or as the
         `--user NAME:PASS` given when there is no requirepass); every node gets the same options,
-        so `--port` has no place there."""
+        so `--port` and `--node` have no place there. `shards`: the database's shard count
+        (1..1024); `nodes`: node processes per region (1..shards), each owning a contiguous group
+        of shards."""
         if external is not None:
             regions = len(external.regions)
+            if (shards, nodes) != (1, 1):
+                raise ValueError(
+                    "shards and nodes come from the topology file when `external` is given"
+                )
+            shards = external.shards
         if not 1 <= regions <= 255:
             raise ValueError("regions must be within 1..255")
+        if not 1 <= shards <= MAX_SHARDS:
+            raise ValueError(f"shards must be within 1..{MAX_SHARDS}, not {shards}")
+        self._groups = spread(shards, nodes)  # each node's shards; refuses nodes > shards
         self.n = regions
+        self.shards = shards
         self.manual_sync = manual_sync
         self.id_mode = id_mode
         self.mirror_naming = mirror_naming
@@ -79,9 +101,12 @@ class LocalTopology:
         self.topology: Topology | None = None
         self.topology_path = self.workdir / "topology.toml"
         self.mirrors: MirrorSet | None = None
-        self._procs: dict[int, subprocess.Popen[bytes]] = {}
-        self._clients: dict[int, redis.Redis] = {}
+        # Keyed by (region, node): node 0 is the region's first (and usually only) node.
+        self._procs: dict[tuple[int, int], subprocess.Popen[bytes]] = {}
+        self._clients: dict[tuple[int, int], redis.Redis] = {}
+        self._cluster_clients: dict[int, RedisCluster] = {}
         self.ports: dict[int, int] = {}
+        self.node_ports: dict[int, list[int]] = {}
         self.bootstrap: dict[int, str] = {}
         self.names: dict[int, str] = {}
 
@@ -108,44 +133,66 @@ class LocalTopology:
         for cfg in self.topology.regions:
             self.names[cfg.id] = cfg.name
             self.ports[cfg.id] = cfg.resp_port
+            self.node_ports[cfg.id] = [node.resp_port for node in cfg.nodes]
             self.bootstrap[cfg.id] = cfg.bootstrap
         self.topology_path.write_text(dumps(self.topology))
         self.mirrors = MirrorSet(self.topology)
-        for i in self.ports:
-            self._spawn(i)
-        for i in self.ports:
-            self._wait_ready(i)
+        for i, node in self._every_node():
+            self._spawn(i, node=node)
+        for i, node in self._every_node():
+            self._wait_ready(i, node=node)
         if not self.manual_sync:
             self.mirrors.start()
 
     def _embedded(self) -> Topology:
+        count = len(self._groups)
         for i in range(1, self.n + 1):
             broker = EmbeddedBroker(f"r{i}")
             broker.start()
             self.brokers[i] = broker
             self.bootstrap[i] = broker.bootstrap
-            self.ports[i] = free_port() if self.port_base is None else self.port_base + i - 1
+            self.node_ports[i] = [
+                free_port() if self.port_base is None else self.port_base + (i - 1) * count + k
+                for k in range(count)
+            ]
         return Topology(
             regions=tuple(
                 RegionConfig(
                     name=f"r{i}",
                     id=i,
                     bootstrap=self.bootstrap[i],
-                    resp_port=self.ports[i],
+                    resp_port=self.node_ports[i][0],
                     id_mode=self.id_mode,
                     alias=f"c{i}",
+                    # One node: the region's default node (its file reads as before shards).
+                    nodes=tuple(
+                        NodeConfig(k, "127.0.0.1", port, group)
+                        for k, (port, group) in enumerate(
+                            zip(self.node_ports[i], self._groups, strict=True)
+                        )
+                    )
+                    if count > 1
+                    else (),
                 )
                 for i in range(1, self.n + 1)
             ),
             mirror_naming=self.mirror_naming,
+            shards=self.shards,
         )
+
+    def _every_node(self) -> list[tuple[int, int]]:
+        """(region, node) for every node process, region by region, in node order."""
+        return [(i, k) for i, ports in sorted(self.node_ports.items()) for k in range(len(ports))]
 
     def close(self) -> None:
         for client in self._clients.values():
             client.close()
         self._clients.clear()
-        for i in list(self._procs):
-            self._terminate(i)
+        for cluster in self._cluster_clients.values():
+            cluster.close()
+        self._cluster_clients.clear()
+        for key in list(self._procs):
+            self._terminate(key)
         if self.mirrors is not None:
             self.mirrors.stop()
             self.mirrors = None
@@ -158,19 +205,54 @@ class LocalTopology:
     # --- the stable surface ----------------------------------------------------------------------
 
     def client(self, i: int) -> redis.Redis:
-        """A redis-py client for region i (1-based), RESP2, bytes replies."""
-        if i not in self.ports:
-            raise KeyError(f"no region {i}: regions are 1..{self.n}")
-        if i not in self._clients:
-            self._clients[i] = redis.Redis(
-                host="127.0.0.1",
-                port=self.ports[i],
+        """A redis-py client for region i (1-based), RESP2, bytes replies, on its first node
+        (with several nodes per region that node answers MOVED for other shards' keys: use
+        `cluster_client(i)`)."""
+        return self._node_client(i, 0)
+
+    def cluster_client(self, i: int) -> RedisCluster:
+        """A redis-py cluster client for region i, every node of the region a startup node
+        (RESP2, bytes replies): it follows MOVED to the node owning a key's slot. Only for a
+        region of several nodes: a lone node does not speak the Redis Cluster protocol."""
+        ports = self._ports_of(i)
+        if len(ports) == 1:
+            raise TopologyError(
+                f"region {self.names[i]} runs one node, which does not speak the Redis Cluster"
+                " protocol: use client(i), or start the topology with nodes > 1"
+            )
+        if i not in self._cluster_clients:
+            self._cluster_clients[i] = RedisCluster(
+                startup_nodes=[
+                    ClusterNode("127.0.0.1", port)  # type: ignore[no-untyped-call]
+                    for port in ports
+                ],
                 decode_responses=False,
                 protocol=2,
                 username=self.username,
                 password=self.password,
             )
-        return self._clients[i]
+        return self._cluster_clients[i]
+
+    def _ports_of(self, i: int) -> list[int]:
+        if i not in self.node_ports:
+            raise KeyError(f"no region {i}: regions are 1..{self.n}")
+        return self.node_ports[i]
+
+    def _node_client(self, i: int, node: int) -> redis.Redis:
+        """A plain client of one node (admin commands: every node answers for its own shards)."""
+        ports = self._ports_of(i)
+        if not 0 <= node < len(ports):
+            raise KeyError(f"region {self.names[i]} has no node {node} (nodes 0..{len(ports) - 1})")
+        if (i, node) not in self._clients:
+            self._clients[(i, node)] = redis.Redis(
+                host="127.0.0.1",
+                port=ports[node],
+                decode_responses=False,
+                protocol=2,
+                username=self.username,
+                password=self.password,
+            )
+        return self._clients[(i, node)]
 
     def pause(self) -> None:
         """Stop replication (the mirrors copy nothing until resume())."""
@@ -187,15 +269,18 @@ class LocalTopology:
     def sync(self, regions: list[int] | None = None, timeout: float = 30) -> None:
         """Replicate among `regions` (all when None) until each applied every op of the others.
 
-        First every region logs what it holds back for coalescing (CRDT.FLUSH: the
-        consecutive-XACK effect and pending local ops).
+        First every node of those regions logs what it holds back for coalescing (CRDT.FLUSH:
+        the consecutive-XACK effect and pending local ops). Convergence is judged on region
+        totals (`vector`): with one seq per shard, region i applied everything of region j once
+        its total for j reaches j's own total for j.
         """
         assert self.mirrors is not None
         chosen = list(regions) if regions is not None else sorted(self.ports)
         names = [self.names[i] for i in chosen]
         deadline = time.monotonic() + timeout
         for i in chosen:
-            self.client(i).execute_command("CRDT.FLUSH")  # type: ignore[no-untyped-call]
+            for node in range(len(self._ports_of(i))):
+                self._node_client(i, node).execute_command("CRDT.FLUSH")  # type: ignore[no-untyped-call]
         self.mirrors.copy_among(names, timeout)
         while True:
             vectors = {i: self.vector(i) for i in chosen}
@@ -223,55 +308,84 @@ class LocalTopology:
                 time.sleep(0.005)
 
     def vector(self, i: int) -> dict[str, int]:
-        flat = self.client(i).execute_command("CRDT.VECTOR")  # type: ignore[no-untyped-call]
-        return {
-            flat[k].decode(): int(flat[k + 1]) for k in range(0, len(flat), 2)
-        }
+        """Region i's applied seq per origin region: the sum over its nodes of each node's
+        CRDT.VECTOR (a node reports, per origin, the sum over its shards)."""
+        total: dict[str, int] = {}
+        for node in range(len(self._ports_of(i))):
+            flat = self._node_client(i, node).execute_command("CRDT.VECTOR")  # type: ignore[no-untyped-call]
+            for k in range(0, len(flat), 2):
+                origin = flat[k].decode()
+                total[origin] = total.get(origin, 0) + int(flat[k + 1])
+        return total
 
-    def kill_node(self, i: int) -> None:
-        """SIGKILL region i's node (no clean shutdown: un-flushed local ops are lost)."""
-        proc = self._procs.pop(i)
+    def kill_node(self, i: int, node: int = 0) -> None:
+        """SIGKILL node `node` of region i (no clean shutdown: un-flushed local ops are lost)."""
+        proc = self._procs.pop((i, node))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        client = self._clients.pop(i, None)
+        client = self._clients.pop((i, node), None)
         if client is not None:
             client.close()
+        cluster = self._cluster_clients.pop(i, None)  # its connection to that node is dead
+        if cluster is not None:
+            cluster.close()
 
-    def start_node(self, i: int, extra_args: list[str] | None = None) -> None:
-        """Start region i's node again; `extra_args`: more `python -m streams.node` options for
-        this start only (e.g. `["--snapshot", FILE]`)."""
-        if i in self._procs:
-            raise TopologyError(f"region {i}'s node is already running")
-        self._spawn(i, extra_args or [])
-        self._wait_ready(i)
+    def start_node(self, i: int, extra_args: list[str] | None = None, node: int = 0) -> None:
+        """Start node `node` of region i again; `extra_args`: more `python -m streams.node`
+        options for this start only (e.g. `["--snapshot", FILE]`)."""
+        if (i, node) in self._procs:
+            raise TopologyError(f"{self._node_name(i, node)} is already running")
+        self._spawn(i, extra_args or [], node)
+        self._wait_ready(i, node=node)
 
     # --- processes -----------------------------------------------------------------------------
 
-    def _spawn(self, i: int, extra_args: list[str] | None = None) -> None:
-        log = open(self.workdir / f"node-r{i}.log", "ab")
-        cmd = [
-            sys.executable,
-            "-m",
-            "streams.node",
-            "--topology",
-            str(self.topology_path),
-            "--region",
-            self.names[i],
-            "--log-level",
-            self.node_log_level,
-        ] + (["--debug-clock"] if self.debug_clock else []) + self.node_args + (extra_args or [])
-        self._procs[i] = subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=True)
+    def _node_name(self, i: int, node: int) -> str:
+        """How messages name a node: `region r1's node`, or `region r1's node 2` among several."""
+        several = len(self._ports_of(i)) > 1
+        return f"region {self.names[i]}'s node" + (f" {node}" if several else "")
+
+    def _log_path(self, i: int, node: int) -> Path:
+        """`node-r1.log` for a region's first node (as before shards), `node-r1-n2.log` after."""
+        return self.workdir / (f"node-r{i}.log" if node == 0 else f"node-r{i}-n{node}.log")
+
+    def _spawn(self, i: int, extra_args: list[str] | None = None, node: int = 0) -> None:
+        log = open(self._log_path(i, node), "ab")
+        # A region of one node runs it without --node (node 0 is the default), so such regions
+        # run on any node build; several nodes need the option.
+        which = ["--node", str(node)] if len(self._ports_of(i)) > 1 else []
+        cmd = (
+            [
+                sys.executable,
+                "-m",
+                "streams.node",
+                "--topology",
+                str(self.topology_path),
+                "--region",
+                self.names[i],
+                *which,
+                "--log-level",
+                self.node_log_level,
+            ]
+            + (["--debug-clock"] if self.debug_clock else [])
+            + self.node_args
+            + (extra_args or [])
+        )
+        self._procs[(i, node)] = subprocess.Popen(
+            cmd, stdout=log, stderr=log, start_new_session=True
+        )
         log.close()
 
-    def _wait_ready(self, i: int, timeout: float = 60) -> None:
+    def _wait_ready(self, i: int, timeout: float = 60, node: int = 0) -> None:
         deadline = time.monotonic() + timeout
-        probe = redis.Redis(host="127.0.0.1", port=self.ports[i], socket_timeout=1)
+        name = self._node_name(i, node)
+        probe = redis.Redis(host="127.0.0.1", port=self._ports_of(i)[node], socket_timeout=1)
         try:
             while True:
-                proc = self._procs[i]
+                proc = self._procs[(i, node)]
                 if proc.poll() is not None:
                     raise TopologyError(
-                        f"region r{i}'s node exited with {proc.returncode}:\n{self.node_log(i)}"
+                        f"{name} exited with {proc.returncode}:\n{self.node_log(i, node=node)}"
                     )
                 try:
                     if probe.ping():
@@ -281,19 +395,20 @@ class LocalTopology:
                 except (redis.ConnectionError, redis.TimeoutError):
                     pass  # not listening yet, or too busy to answer within the probe's timeout
                 if time.monotonic() > deadline:
-                    raise TopologyError(f"region r{i}'s node did not start:\n{self.node_log(i)}")
+                    raise TopologyError(f"{name} did not start:\n{self.node_log(i, node=node)}")
                 time.sleep(0.05)
         finally:
             probe.close()
 
-    def node_log(self, i: int, tail: int = 40) -> str:
-        path = self.workdir / f"node-r{i}.log"
+    def node_log(self, i: int, tail: int = 40, node: int = 0) -> str:
+        """The last `tail` lines of the log of node `node` of region i."""
+        path = self._log_path(i, node)
         if not path.exists():
             return ""
         return "\n".join(path.read_text(errors="replace").splitlines()[-tail:])
 
-    def _terminate(self, i: int) -> None:
-        proc = self._procs.pop(i)
+    def _terminate(self, key: tuple[int, int]) -> None:
+        proc = self._procs.pop(key)
         if proc.poll() is None:
             proc.terminate()
             try:
