@@ -7,7 +7,7 @@ them) and none is copied or applied twice (each origin's op log holds seqs 1..n,
 every cluster).
 
 A killed mirror leaves no state behind: the restarted one resumes after the `mirror.offset` of the
-target's last record (topology/mirror.py), and its producer is idempotent, so a batch either
+target's last record (topology/mirror/resume.py), and its producer is idempotent, so a batch either
 landed whole or not at all.
 """
 

@@ -92,9 +92,13 @@ def produce(
     start: int = 0,
     per_txn: int = 7,
     key_prefix: bytes = b"k",
+    partition: int = 0,
+    partitions: int = 1,
+    value: Callable[[int], bytes] = lambda i: b"value-%d" % i,
 ) -> None:
-    """Append `count` records to `topic` in transactions, like a region node's writer does."""
-    ensure_topics(bootstrap, [topic])
+    """Append `count` records to `partition` of `topic` (which has `partitions`: created so if
+    missing) in transactions, like a region node's writer does."""
+    ensure_topics(bootstrap, [topic], partitions=partitions)
     producer = Producer(
         {"bootstrap.servers": bootstrap, "transactional.id": f"test-{uuid.uuid4().hex}"}
     )
@@ -105,16 +109,16 @@ def produce(
             producer.produce(
                 topic,
                 key=key_prefix + b"%d" % (i % 5),
-                value=b"value-%d" % i,
-                partition=0,
+                value=value(i),
+                partition=partition,
                 headers=[("origin", b"1"), ("seq", b"%d" % (i + 1)), ("empty", None)],
             )
         producer.commit_transaction(10)
     producer.flush(10)
 
 
-def read_all(bootstrap: str, topic: str, timeout: float = 15.0) -> list[Record]:
-    """Every committed record of `topic` (partition 0), up to partition EOF."""
+def read_all(bootstrap: str, topic: str, timeout: float = 15.0, partition: int = 0) -> list[Record]:
+    """Every committed record of `partition` of `topic`, up to partition EOF."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -129,7 +133,7 @@ def read_all(bootstrap: str, topic: str, timeout: float = 15.0) -> list[Record]:
         metadata = consumer.list_topics(timeout=10)
         if topic not in metadata.topics:
             return []
-        consumer.assign([TopicPartition(topic, 0, 0)])
+        consumer.assign([TopicPartition(topic, partition, 0)])
         records: list[Record] = []
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -153,12 +157,29 @@ def read_all(bootstrap: str, topic: str, timeout: float = 15.0) -> list[Record]:
         consumer.close()
 
 
-def topics_on(bootstrap: str) -> set[str]:
+def partitions_on(bootstrap: str) -> dict[str, int]:
+    """Every topic on the cluster and its partition count."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "test-reader"})
     try:
-        return set(consumer.list_topics(timeout=10).topics)
+        topics = consumer.list_topics(timeout=10).topics
+        return {name: len(topic.partitions) for name, topic in topics.items()}
     finally:
         consumer.close()
+
+
+def topics_on(bootstrap: str) -> set[str]:
+    return set(partitions_on(bootstrap))
+
+
+def holds_for(predicate: Callable[[], bool], seconds: float) -> bool:
+    """Whether `predicate` holds throughout the next `seconds` (polled): for the few checks
+    whose point is that nothing happens, bounded and short."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not predicate():
+            return False
+        time.sleep(0.02)
+    return predicate()
 
 
 def assert_faithful_copy(source: list[Record], target: list[Record], alias: str) -> None:
@@ -224,7 +245,9 @@ def test_missing_source_topic_is_not_an_error(
     with Mirror(clusters.a, clusters.b, name, "A") as mirror:
         assert mirror.copy_available(timeout=5) == 0
         mirror.start()
-        time.sleep(0.3)
+        # The background mirror keeps looking for the topic, quietly.
+        assert holds_for(lambda: mirror.running and mirror.error is None, 0.3)
+        assert oplog_topic(name) not in topics_on(clusters.b)
         produce(clusters.a, oplog_topic(name), 5)  # the region node starts later
         wait_until(lambda: mirror.copied == 5, timeout=20)
         assert mirror.error is None
@@ -401,9 +424,9 @@ def test_paused_mirror_copies_nothing(clusters: Clusters, region: Callable[[], s
         wait_until(lambda: mirror.copied == 5, timeout=20)
         mirror.pause()
         assert mirror.paused and mirror.running
-        produce(clusters.a, topic, 10, start=5)
-        time.sleep(1.0)
-        assert mirror.copied == 5
+        produce(clusters.a, topic, 10, start=5)  # committed: a running mirror would copy it
+        # Running, it copies within its active fetch wait (10 ms) and a poll; paused, nothing.
+        assert holds_for(lambda: mirror.copied == 5, 1.0)
         assert len(read_all(clusters.b, topic)) == 5
         mirror.resume()
         wait_until(lambda: mirror.copied == 15, timeout=20)
@@ -411,8 +434,8 @@ def test_paused_mirror_copies_nothing(clusters: Clusters, region: Callable[[], s
         mirror.pause()
         produce(clusters.a, topic, 2, start=15)
         assert mirror.copy_available() == 2
-        time.sleep(0.3)
         assert mirror.copied == 17
+    # Nothing twice: the paused thread did not copy again what the explicit copy did.
     assert_faithful_copy(read_all(clusters.a, topic), read_all(clusters.b, topic), "A")
 
 
