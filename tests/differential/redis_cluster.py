@@ -19,6 +19,8 @@ from differential.redis_server import find_redis_server
 from streams.slots import shard_ranges
 
 READY_TIMEOUT_S = 30.0
+MAX_CLUSTER_PORT = 55535
+"""redis-server refuses to start in cluster mode on a higher port."""
 
 
 class RedisCluster:
@@ -50,6 +52,8 @@ class RedisCluster:
     def _start_one(self, i: int) -> None:
         assert self._dir is not None
         port = free_port()
+        while port > MAX_CLUSTER_PORT:  # its bus port (port + 10000) must exist too
+            port = free_port()
         home = os.path.join(self._dir.name, str(i))
         os.mkdir(home)
         self.ports.append(port)

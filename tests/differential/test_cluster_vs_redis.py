@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import random
 import re
+import shutil
+import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -19,8 +21,9 @@ import redis
 from redis._parsers.base import BaseParser
 from support import RawClient
 
+from differential.cluster_proxy import ProxyCluster
 from differential.redis_cluster import RedisCluster
-from differential.redis_server import require_redis_server
+from differential.redis_server import RedisServer, require_redis_server
 from streams import errors
 from streams.cluster import (
     Layout,
@@ -463,5 +466,173 @@ def test_raw_client_sees_moved_to_the_owner(cluster: RedisCluster) -> None:
     conn = RawClient(int(host_port.rsplit(":", 1)[1]))
     try:
         assert conn.call([b"XADD", a, b"*", b"f", b"v"]).startswith(b"$")
+    finally:
+        conn.close()
+
+
+# --- real cluster clients against our cluster surface ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def proxies() -> Iterator[tuple[ProxyCluster, list[RedisServer]]]:
+    """Two nodes answering with `streams.cluster`, each in front of its own redis-server."""
+    require_redis_server()
+    backends = [RedisServer(), RedisServer()]
+    proxy: ProxyCluster | None = None
+    try:
+        for backend in backends:
+            backend.start()
+        proxy = ProxyCluster([b.port for b in backends])
+        proxy.start()
+        yield proxy, backends
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        for backend in backends:
+            backend.stop()
+
+
+def _holder(backends: list[RedisServer], key: bytes) -> list[int]:
+    """Which backends hold `key`."""
+    held = []
+    for i, backend in enumerate(backends):
+        conn = backend.connect()
+        try:
+            if conn.call([b"EXISTS", key]) == b":1\r\n":
+                held.append(i)
+        finally:
+            conn.close()
+    return held
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_redis_py_cluster_client_works_against_our_replies(
+    proxies: tuple[ProxyCluster, list[RedisServer]], protocol: int
+) -> None:
+    """RedisCluster reads our CLUSTER SLOTS, sends each key to its owner (asking our COMMAND
+    GETKEYS for XREAD's keys), and its pipeline splits by our slots."""
+    proxy, backends = proxies
+    client = redis.RedisCluster(host="127.0.0.1", port=proxy.ports[0], protocol=protocol)
+    try:
+        assert sorted(n.port for n in client.get_nodes()) == sorted(proxy.ports)
+        keys = [b"rp%d:%d" % (protocol, i) for i in range(60)] + [
+            b"{rp}a%d" % protocol,
+            b"{rp}b%d" % protocol,
+        ]
+        for key in keys:
+            client.xadd(key, {"f": "v"})
+        for key in keys:
+            assert _holder(backends, key) == [proxy.layouts[0].owner(key_slot(key)).index]
+        read = client.xread({keys[-2]: 0, keys[-1]: 0})
+        assert len(read) == 2 and all(len(entries) == 1 for entries in _streams_of(read))
+        pipe = client.pipeline()
+        for key in keys:
+            pipe.xlen(key)
+        assert pipe.execute() == [1] * len(keys)
+        with pytest.raises(redis.exceptions.RedisClusterException, match="same key slot"):
+            client.xread({b"rp:1": 0, b"rp:2": 0})
+    finally:
+        client.close()
+
+
+def _key_of_node_1(proxy: ProxyCluster, prefix: bytes) -> bytes:
+    """A key node 1 serves, so that asking node 0 for it is redirected."""
+    keys = (b"%s:%d" % (prefix, i) for i in range(1000))
+    return next(k for k in keys if proxy.layouts[0].owner(key_slot(k)).index == 1)
+
+
+def _streams_of(read: object) -> list[list[object]]:
+    """XREAD's entries per stream, from redis-py's RESP2 list or RESP3 dict."""
+    if isinstance(read, dict):
+        return [entries[0] for entries in read.values()]
+    assert isinstance(read, list)
+    return [stream[1] for stream in read]
+
+
+def test_redis_py_follows_our_moved(proxies: tuple[ProxyCluster, list[RedisServer]]) -> None:
+    """A request sent to the wrong node (a plain connection) gets MOVED, which redis-py's
+    parser reads as the real cluster's; the owner then accepts it."""
+    proxy, backends = proxies
+    foreign = _key_of_node_1(proxy, b"mv")
+    plain = redis.Redis(port=proxy.ports[0])
+    try:
+        with pytest.raises(redis.exceptions.MovedError) as caught:
+            plain.xadd(foreign, {"f": "v"})
+        assert (caught.value.slot_id, caught.value.port) == (key_slot(foreign), proxy.ports[1])
+    finally:
+        plain.close()
+
+
+def _tool(name: str) -> str:
+    """redis-cli / redis-benchmark come with redis-server (Debian's redis-tools)."""
+    found = shutil.which(name)
+    if found is None:
+        pytest.skip(f"{name} is not on PATH")
+    return found
+
+
+def test_redis_cli_follows_our_moved(proxies: tuple[ProxyCluster, list[RedisServer]]) -> None:
+    proxy, backends = proxies
+    foreign = _key_of_node_1(proxy, b"cli")
+    cli = [_tool("redis-cli"), "-c", "-p", str(proxy.ports[0])]
+    run = subprocess.run(
+        [*cli, "XADD", foreign.decode(), "*", "f", "v"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert re.fullmatch(r"\d+-\d+\n", run.stdout), run.stdout + run.stderr
+    assert _holder(backends, foreign) == [1]
+
+
+def test_redis_benchmark_cluster_mode_spreads_keys_by_our_nodes(
+    proxies: tuple[ProxyCluster, list[RedisServer]],
+) -> None:
+    """redis-benchmark --cluster reads our CLUSTER NODES and sends each node the keys of its
+    slots (it tags keys per node); every key it wrote sits where our layout says."""
+    proxy, backends = proxies
+    run = subprocess.run(
+        [_tool("redis-benchmark"), "--cluster", "-p", str(proxy.ports[0]), "-t", "set", "-n", "400",
+         "-c", "4", "-r", "1000", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0 and "SET" in run.stdout, run.stdout + run.stderr
+    layout = proxy.layouts[0]
+    for i, backend in enumerate(backends):
+        conn = backend.connect()
+        try:
+            conn.send(b"KEYS", b"key:*")
+            keys = conn.reply()
+        finally:
+            conn.close()
+        assert isinstance(keys, list) and keys, f"node {i} got no keys"
+        assert {layout.owner(key_slot(k)).index for k in keys} == {i}
+
+
+def test_transactions_through_our_routing(proxies: tuple[ProxyCluster, list[RedisServer]]) -> None:
+    proxy, _ = proxies
+    conn = RawClient(proxy.ports[0])
+    try:
+        local = [k for k in (b"b", b"{b}x", b"c") if proxy.layouts[0].owner(key_slot(k)).index == 0]
+        assert len(local) == 3
+        replies = [
+            conn.call(args)
+            for args in (
+                [b"MULTI"],
+                [b"XADD", b"b", b"*", b"f", b"v"],
+                [b"XLEN", b"{b}x"],
+                [b"EXEC"],
+                [b"MULTI"],
+                [b"XLEN", b"b"],
+                [b"XLEN", b"c"],
+                [b"EXEC"],
+            )
+        ]
+        assert replies[1:3] == [b"+QUEUED\r\n"] * 2
+        assert replies[3].startswith(b"*2\r\n$")
+        assert replies[7] == encode(CommandError(errors.CROSSSLOT))
     finally:
         conn.close()
