@@ -70,6 +70,8 @@ class Layout:
         _check_ownership(self.shards, [n.shards for n in self.nodes])
         if [n.index for n in self.nodes] != list(range(len(self.nodes))):
             raise ValueError("nodes are listed in index order, from 0")
+        if any(n.slots != slot_runs(self.shards, n.shards) for n in self.nodes):
+            raise ValueError("a node's slots are the runs of its shards' slot ranges")
         if len({n.node_id for n in self.nodes}) != len(self.nodes):
             raise ValueError("node ids must differ")
         if not 0 <= self.myself < len(self.nodes):

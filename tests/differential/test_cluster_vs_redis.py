@@ -636,3 +636,17 @@ def test_transactions_through_our_routing(proxies: tuple[ProxyCluster, list[Redi
         assert replies[7] == encode(CommandError(errors.CROSSSLOT))
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("args", [[b"CLUSTER", b"INFO"], [b"READONLY"], [b"ASKING"]])
+def test_cluster_disabled_text(
+    proxies: tuple[ProxyCluster, list[RedisServer]], args: list[bytes]
+) -> None:
+    """What a node that is not a cluster member (one process per region) answers, as a
+    standalone redis-server does."""
+    _, backends = proxies
+    conn = backends[0].connect()
+    try:
+        assert conn.call(args) == encode(CommandError(errors.CLUSTER_DISABLED))
+    finally:
+        conn.close()

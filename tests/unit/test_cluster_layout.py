@@ -110,6 +110,8 @@ def test_layouts_refuse_inconsistencies() -> None:
         replace(layout, myself=2)
     with pytest.raises(ValueError, match="ids must differ"):
         replace(layout, nodes=(layout.nodes[0], replace(layout.nodes[1], node_id=node_id("r", 0))))
+    with pytest.raises(ValueError, match="runs of its shards"):
+        replace(layout, nodes=(replace(layout.nodes[0], slots=(range(0, 5),)), layout.nodes[1]))
     with pytest.raises(ValueError, match="index order"):
         replace(layout, nodes=layout.nodes[::-1])
     with pytest.raises(ValueError, match="ownership sets"):
