@@ -194,6 +194,15 @@ def assert_faithful_copy(source: list[Record], target: list[Record], alias: str)
     assert [t.timestamp for t in target] == [s.timestamp for s in source]
 
 
+def assert_copied(clusters: Clusters, topic: str, partitions: int) -> None:
+    """`topic` on B has `partitions` partitions, each a faithful copy of the same partition of
+    `topic` on A (same records, in order, each once)."""
+    assert partitions_on(clusters.b)[topic] == partitions
+    for partition in range(partitions):
+        source = read_all(clusters.a, topic, partition=partition)
+        assert_faithful_copy(source, read_all(clusters.b, topic, partition=partition), "A")
+
+
 # -- copying --------------------------------------------------------------------------------------
 
 
@@ -277,12 +286,18 @@ def test_resume_after_restart_loses_nothing_and_copies_nothing_twice(
     assert_faithful_copy(read_all(clusters.a, topic), read_all(clusters.b, topic), "A")
 
 
+@pytest.mark.parametrize("partitions", [1, 4])
 def test_restart_mid_stream_with_background_threads(
-    clusters: Clusters, region: Callable[[], str]
+    clusters: Clusters, region: Callable[[], str], partitions: int
 ) -> None:
+    """A background mirror stopped while a writer appends (to every partition in each
+    transaction) and a new one started: between them, every record once, in order, in its
+    partition."""
     name = region()
     topic = oplog_topic(name)
-    ensure_topics(clusters.a, [topic])
+    ensure_topics(clusters.a, [topic], partitions=partitions)
+    transactions, per_partition = 80, 8 // partitions
+    total = transactions * partitions * per_partition
     done = threading.Event()
 
     def writer() -> None:
@@ -290,10 +305,12 @@ def test_restart_mid_stream_with_background_threads(
             {"bootstrap.servers": clusters.a, "transactional.id": f"test-{uuid.uuid4().hex}"}
         )
         producer.init_transactions(10)
-        for txn in range(80):
+        for txn in range(transactions):
             producer.begin_transaction()
-            for i in range(txn * 5, txn * 5 + 5):
-                producer.produce(topic, key=b"k", value=b"value-%d" % i, partition=0)
+            for partition in range(partitions):
+                for i in range(per_partition):
+                    value = b"p%d-t%d-%d" % (partition, txn, i)
+                    producer.produce(topic, key=b"k", value=value, partition=partition)
             producer.commit_transaction(10)
             time.sleep(0.02)
         done.set()
@@ -303,19 +320,34 @@ def test_restart_mid_stream_with_background_threads(
     try:
         first = Mirror(clusters.a, clusters.b, name, "A")
         first.start()
-        wait_until(lambda: first.copied >= 60, timeout=20)
+        wait_until(lambda: first.copied >= total // 6, timeout=30)
         first.stop()  # mid-stream: the writer keeps going
         stopped_at = first.copied
         assert not done.is_set(), "the writer finished before the restart: make it longer"
         second = Mirror(clusters.a, clusters.b, name, "A")
         second.start()
-        done.wait(30)
-        wait_until(lambda: len(read_all(clusters.b, topic)) >= 400, timeout=30)
+        assert done.wait(60)
+        wait_until(lambda: stopped_at + second.copied >= total, timeout=30)
         second.stop()
     finally:
         thread.join()
-    assert stopped_at + second.copied == 400
-    assert_faithful_copy(read_all(clusters.a, topic), read_all(clusters.b, topic), "A")
+    assert first.error is None and second.error is None
+    assert stopped_at + second.copied == total
+    assert_copied(clusters, topic, partitions)
+
+
+def forge_last_copy(bootstrap: str, topic: str, offset: bytes, value: bytes) -> None:
+    """Append a record that claims to be the copy of source offset `offset` from cluster A."""
+    ensure_topics(bootstrap, [topic])
+    forged = Producer({"bootstrap.servers": bootstrap})
+    forged.produce(
+        topic,
+        key=b"k0",
+        value=value,
+        partition=0,
+        headers=[(MIRROR_SOURCE_HEADER, b"A"), (MIRROR_OFFSET_HEADER, offset)],
+    )
+    forged.flush(10)
 
 
 def test_resume_refuses_a_recreated_source(clusters: Clusters, region: Callable[[], str]) -> None:
@@ -324,15 +356,7 @@ def test_resume_refuses_a_recreated_source(clusters: Clusters, region: Callable[
     name = region()
     topic = oplog_topic(name)
     produce(clusters.a, topic, 3)
-    ensure_topics(clusters.b, [topic])
-    forged = Producer({"bootstrap.servers": clusters.b})
-    forged.produce(
-        topic,
-        value=b"old",
-        partition=0,
-        headers=[(MIRROR_SOURCE_HEADER, b"A"), (MIRROR_OFFSET_HEADER, b"100")],
-    )
-    forged.flush(10)
+    forge_last_copy(clusters.b, topic, b"100", b"old")
     with (
         Mirror(clusters.a, clusters.b, name, "A") as mirror,
         pytest.raises(MirrorError, match="source log was recreated"),
@@ -346,16 +370,7 @@ def test_resume_refuses_a_different_source_record(
     name = region()
     topic = oplog_topic(name)
     produce(clusters.a, topic, 3)
-    ensure_topics(clusters.b, [topic])
-    forged = Producer({"bootstrap.servers": clusters.b})
-    forged.produce(
-        topic,
-        key=b"k0",
-        value=b"not what the source holds",
-        partition=0,
-        headers=[(MIRROR_SOURCE_HEADER, b"A"), (MIRROR_OFFSET_HEADER, b"0")],
-    )
-    forged.flush(10)
+    forge_last_copy(clusters.b, topic, b"0", b"not what the source holds")
     with (
         Mirror(clusters.a, clusters.b, name, "A") as mirror,
         pytest.raises(MirrorError, match="differs from its copy"),

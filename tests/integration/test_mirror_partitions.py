@@ -1,6 +1,7 @@
 """Partitions end to end on real (embedded Tansu) brokers: a mirror copies partition p of an op log
 to partition p of its copy, resumes per partition, refuses a target with another partition count;
-a materializer reads only its own partition of every log.
+a materializer reads only its own partition of every log. (A mirror stopped and restarted
+mid-copy over 4 partitions is test_mirror's test_restart_mid_stream_with_background_threads.)
 
 This is what shards stand on: shard s's ops live in partition s of every region's logs, so the
 mirror must keep each record in its partition (and in order there), and shard s's node reads
@@ -10,23 +11,13 @@ the whole module; each test uses its own region names.
 
 from __future__ import annotations
 
-import threading
-import time
-import uuid
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Producer
 from support import wait_until
 
 from integration import test_mirror
-from integration.test_mirror import (
-    Clusters,
-    assert_faithful_copy,
-    partitions_on,
-    produce,
-    read_all,
-)
+from integration.test_mirror import Clusters, assert_copied, produce, read_all
 from streams.crdt import ops
 from streams.node.materializer import Batch, Materializer
 from streams.ops.codec import encode
@@ -56,15 +47,6 @@ def fill(bootstrap: str, topic: str, counts: dict[int, int], start: int = 0) -> 
             )
 
 
-def assert_partitions_copied(clusters: Clusters, topic: str) -> None:
-    """Each target partition is a faithful copy of the same source partition (same records, in
-    order, each once)."""
-    assert partitions_on(clusters.b)[topic] == PARTITIONS
-    for partition in range(PARTITIONS):
-        source = read_all(clusters.a, topic, partition=partition)
-        assert_faithful_copy(source, read_all(clusters.b, topic, partition=partition), "A")
-
-
 def test_each_partition_is_copied_to_the_same_partition_and_resumed_on_its_own(
     clusters: Clusters, region: Callable[[], str]
 ) -> None:
@@ -74,61 +56,14 @@ def test_each_partition_is_copied_to_the_same_partition_and_resumed_on_its_own(
     with Mirror(clusters.a, clusters.b, name, "A") as first:
         assert first.copy_available() == 37
         assert first.positions.keys() == set(range(PARTITIONS))
-    assert_partitions_copied(clusters, topic)  # the target was created with 4 partitions
+    assert_copied(clusters, topic, PARTITIONS)  # the target was created with 4 partitions
 
     fill(clusters.a, topic, {1: 4, 2: 8}, start=100)
     with Mirror(clusters.a, clusters.b, name, "A") as second:
         assert second.copy_available() == 12  # only what the target lacked, per partition
     with Mirror(clusters.a, clusters.b, name, "A") as third:
         assert third.copy_available() == 0
-    assert_partitions_copied(clusters, topic)
-
-
-def test_a_mirror_restarted_mid_copy_loses_and_repeats_nothing_in_any_partition(
-    clusters: Clusters, region: Callable[[], str]
-) -> None:
-    name = region()
-    topic = oplog_topic(name)
-    ensure_topics(clusters.a, [topic], partitions=PARTITIONS)
-    transactions, per_partition = 60, 2
-    total = transactions * PARTITIONS * per_partition
-    done = threading.Event()
-
-    def writer() -> None:
-        """Transactions spanning every partition, spread over a few seconds."""
-        producer = Producer(
-            {"bootstrap.servers": clusters.a, "transactional.id": f"test-{uuid.uuid4().hex}"}
-        )
-        producer.init_transactions(10)
-        for txn in range(transactions):
-            producer.begin_transaction()
-            for partition in range(PARTITIONS):
-                for i in range(per_partition):
-                    value = b"p%d-t%d-%d" % (partition, txn, i)
-                    producer.produce(topic, key=b"k", value=value, partition=partition)
-            producer.commit_transaction(10)
-            time.sleep(0.03)
-        done.set()
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
-        first = Mirror(clusters.a, clusters.b, name, "A")
-        first.start()
-        wait_until(lambda: first.copied >= 80, timeout=30)
-        first.stop()  # mid-stream: the writer keeps going
-        stopped_at = first.copied
-        assert not done.is_set(), "the writer finished before the restart: make it longer"
-        second = Mirror(clusters.a, clusters.b, name, "A")
-        second.start()
-        assert done.wait(60)
-        wait_until(lambda: stopped_at + second.copied >= total, timeout=30)
-        second.stop()
-    finally:
-        thread.join()
-    assert first.error is None and second.error is None
-    assert stopped_at + second.copied == total
-    assert_partitions_copied(clusters, topic)
+    assert_copied(clusters, topic, PARTITIONS)
 
 
 def test_a_target_with_another_partition_count_is_refused(
