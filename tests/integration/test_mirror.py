@@ -350,32 +350,26 @@ def forge_last_copy(bootstrap: str, topic: str, offset: bytes, value: bytes) -> 
     forged.flush(10)
 
 
-def test_resume_refuses_a_recreated_source(clusters: Clusters, region: Callable[[], str]) -> None:
+@pytest.mark.parametrize(
+    ("offset", "value", "refusal"),
+    [(b"100", b"old", "source log was recreated"), (b"0", b"changed", "differs from its copy")],
+    ids=["past-the-source-end", "another-record"],
+)
+def test_resume_refuses_a_recreated_source(
+    clusters: Clusters, region: Callable[[], str], offset: bytes, value: bytes, refusal: str
+) -> None:
     """The target says "copied up to offset 100" but the source log is new and shorter (a
-    memory-only broker restarted): resuming at 101 would silently skip the new records."""
+    memory-only broker restarted): resuming at 101 would silently skip the new records. Or the
+    source record at the copy's offset is another one: the log was recreated all the same."""
     name = region()
     topic = oplog_topic(name)
     produce(clusters.a, topic, 3)
-    forge_last_copy(clusters.b, topic, b"100", b"old")
+    forge_last_copy(clusters.b, topic, offset, value)
     with (
         Mirror(clusters.a, clusters.b, name, "A") as mirror,
-        pytest.raises(MirrorError, match="source log was recreated"),
+        pytest.raises(MirrorError, match=refusal),
     ):
         mirror.copy_available(timeout=20)
-
-
-def test_resume_refuses_a_different_source_record(
-    clusters: Clusters, region: Callable[[], str]
-) -> None:
-    name = region()
-    topic = oplog_topic(name)
-    produce(clusters.a, topic, 3)
-    forge_last_copy(clusters.b, topic, b"0", b"not what the source holds")
-    with (
-        Mirror(clusters.a, clusters.b, name, "A") as mirror,
-        pytest.raises(MirrorError, match="differs from its copy"),
-    ):
-        mirror.copy_available()
 
 
 def crash_and_restart(broker: EmbeddedBroker) -> None:
