@@ -1,11 +1,13 @@
-"""`topology.kafka.poll_batch` and `ReadToEnd` against a scripted consumer: batches cut anywhere,
-EOF events at control-record offsets, records after an EOF, errors, timeouts that say where each
-partition got. (Against real brokers they run in the materializer, mirror, replay, snapshot and
-pipeline integration tests.)"""
+"""`topology.kafka.poll_batch`, `ReadToEnd` and `PacedConsumer` against scripted consumers: batches
+cut anywhere, EOF events at control-record offsets, records after an EOF, errors, timeouts that
+say where each partition got, a new consumer assigned where reading stands whenever the fetch wait
+changes. (Against real brokers they run in the materializer, mirror, replay, snapshot and pipeline
+integration tests.)"""
 
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +15,8 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from topology.kafka import EndNotReached, ReadToEnd, poll_batch
+from topology import kafka
+from topology.kafka import EndNotReached, PacedConsumer, Pacing, ReadToEnd, poll_batch
 
 
 @dataclass
@@ -75,8 +78,14 @@ class ScriptedConsumer:
     def assign(self, parts: list[Any]) -> None:
         self.calls.append(("assign", sorted((p.topic, p.offset) for p in parts)))
 
+    def incremental_assign(self, parts: list[Any]) -> None:
+        self.calls.append(("incr_assign", sorted((p.topic, p.offset) for p in parts)))
+
     def incremental_unassign(self, parts: list[Any]) -> None:
         self.calls.append(("unassign", sorted(p.topic for p in parts)))
+
+    def close(self) -> None:
+        self.calls.append(("close", None))
 
     def get_watermark_offsets(self, part: Any, cached: bool = False) -> tuple[int, int]:
         return (0, self.high)
@@ -268,3 +277,129 @@ def test_a_finished_read_with_one_partition_never_unassigns() -> None:
     consumer = ScriptedConsumer([[rec("a", 0), eof("a", 1)]])
     assert len(list(ReadToEnd(consumer, {("a", 0): 0}, timeout=5))) == 1  # type: ignore[arg-type]
     assert not [c for c in consumer.calls if c[0] == "unassign"]
+
+
+# --- PacedConsumer -----------------------------------------------------------------------------
+
+
+@dataclass
+class Cluster:
+    """Hands PacedConsumer scripted consumers (patched in for `Consumer`): each new consumer
+    records its config and goes on with the script where the previous one stopped, as a real
+    one assigned where reading stands would."""
+
+    batches: list[list[Any]]
+    high: int = -1001
+    consumers: list[ScriptedConsumer] = field(default_factory=list)
+    configs: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._script = iter(self.batches)
+
+    def __call__(self, config: dict[str, Any]) -> ScriptedConsumer:
+        consumer = ScriptedConsumer([], high=self.high)
+        consumer._script = self._script
+        self.consumers.append(consumer)
+        self.configs.append(config)
+        return consumer
+
+    def assigned(self, index: int) -> list[Any]:
+        """What consumer `index` was assigned (assign / incremental_assign), in order."""
+        return [c for c in self.consumers[index].calls if c[0] in ("assign", "incr_assign")]
+
+
+def _paced(monkeypatch: pytest.MonkeyPatch, cluster: Cluster, **options: Any) -> PacedConsumer:
+    monkeypatch.setattr(kafka, "Consumer", cluster)
+    return PacedConsumer("fake:1", "group", poll_s=0.001, **options)
+
+
+PACING = Pacing(active_ms=10, idle_ms=250, idle_after_s=0.05, catch_up_ms=100, max_ms=8000)
+
+
+def test_a_changed_wait_means_a_new_consumer_assigned_where_reading_stands(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cluster = Cluster([[rec("a", 0), rec("a", 2)], [rec("b", 5)]])
+    reader = _paced(monkeypatch, cluster, pacing=PACING)
+    reader.assign({("a", 0): 0})
+    assert offsets(reader.poll()) == [("a", 0), ("a", 2)]
+    assert [c["fetch.wait.max.ms"] for c in cluster.configs] == [100]  # still the backlog
+    reader.assign({("b", 0): 5}, growing={("b", 0)})
+    reader.leave_catch_up()
+    assert offsets(reader.poll()) == [("b", 5)]
+    # Records flow: the short wait, on a new consumer that goes on from a's 3 and b's 6.
+    assert [c["fetch.wait.max.ms"] for c in cluster.configs] == [100, 10]
+    assert ("close", None) in cluster.consumers[0].calls
+    # The first consumer was opened by the first assign, the second added to it.
+    assert cluster.assigned(0) == [("assign", [("a", 0)]), ("incr_assign", [("b", 5)])]
+    assert cluster.assigned(1) == [("assign", [("a", 3), ("b", 6)])]
+    assert reader.positions() == {("a", 0): 3, ("b", 0): 6}
+    assert reader.tracker.partitions[("b", 0)].growing
+
+
+def test_wake_leaves_the_idle_wait_at_the_next_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = Cluster([])
+    reader = _paced(monkeypatch, cluster, pacing=PACING, catching_up=False)
+    reader.assign({("a", 0): 7})
+    time.sleep(PACING.idle_after_s * 2)
+    assert reader.poll() == []
+    assert reader.wait_ms == PACING.idle_ms  # quiet: the long wait, cheap for the broker
+    reader.wake()
+    assert reader.poll() == []
+    assert [c["fetch.wait.max.ms"] for c in cluster.configs] == [10, 250, 10]
+    assert cluster.assigned(2) == [("assign", [("a", 7)])]
+
+
+def test_read_to_end_starts_every_partition_afresh_and_ends_once_each_reported_an_eof_since(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cluster = Cluster(
+        [
+            [rec("a", 0), eof("a", 1), eof("b", 4)],  # both at their end before read_to_end
+            [rec("a", 1)],
+            [eof("a", 2)],
+            [rec("a", 2)],  # a grows after its EOF: it still counts as reached
+            [eof("b", 4)],
+        ]
+    )
+    reader = _paced(monkeypatch, cluster, pacing=PACING, catching_up=False)
+    reader.assign({("a", 0): 0, ("b", 0): 4})
+    assert offsets(reader.poll()) == [("a", 0)]
+    assert reader.tracker.caught_up()
+    got = [offsets(batch) for batch in reader.read_to_end(5.0)]
+    assert got == [[("a", 1)], [], [("a", 2)], []]
+    # Assigned again where each partition stood: a fresh EOF is reported even with no news.
+    assert cluster.assigned(0)[-1] == ("assign", [("a", 1), ("b", 4)])
+    assert reader.positions() == {("a", 0): 3, ("b", 0): 4}
+
+
+def test_read_to_end_times_out_naming_each_partition(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Stuck(RuntimeError):
+        pass
+
+    reader = _paced(monkeypatch, Cluster([[eof("a", 3)]], high=9), pacing=PACING)
+    reader.assign({("a", 0): 3, ("b", 0): 0})
+    with pytest.raises(Stuck, match=r"^copying: not done in 0.05s: a at its end \(3\), b at 0 of"):
+        for _batch in reader.read_to_end(0.05, doing="copying", timeout_error=Stuck):
+            pass
+
+
+def test_unassigned_partitions_are_dropped_and_error_events_go_to_on_error_after_the_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    events = [rec("a", 0), err("a", KafkaError._TRANSPORT), rec("b", 0), rec("a", 1)]
+    seen: list[int] = []
+    reader = _paced(
+        monkeypatch,
+        Cluster([events]),
+        on_error=lambda m: seen.append(reader.tracker.partitions[("a", 0)].position),
+    )
+    reader.assign({("a", 0): 0, ("b", 0): 0})
+    assert reader.unassign([("b", 0), ("c", 0)]) == {("b", 0): 0}
+    assert offsets(reader.poll()) == [("a", 0), ("a", 1)]
+    assert seen == [2]  # the error came after the step's records were counted
+    assert reader.positions() == {("a", 0): 2}
+    reader.close()
+    assert reader.positions() == {("a", 0): 2}  # where reading stopped
+    reader.close(forget=True)
+    assert reader.positions() == {}
