@@ -287,8 +287,9 @@ class ReadToEnd:
     - `on_error`: gets every error event other than EOF (raise to stop, return to go on); without
       it such an event raises KafkaException.
     - `after_batch(consumer, events)`: called after each poll, once its records were handed out
-      (empty polls too); returns the consumer to go on with (one with another fetch wait,
-      assigned where reading stands, say).
+      (empty polls too); returns the consumer to go on with (the same, or one the caller
+      assigned where reading stands). A reader that goes on after the end, with paced fetch
+      waits, is a `PacedConsumer` instead.
     - `follow`: an EOF only moves the position; reading ends when the caller `finish`es every
       partition.
     - `finish(part)`: the caller has what it wants of `part`; its later records are dropped.
@@ -402,8 +403,8 @@ class PacedConsumer:
     the data records. Records of partitions no longer assigned are dropped. `read_to_end`
     repeats it from where every partition stands up to an EOF reported after it began.
 
-    Threads: one thread reads (every method but these three); `wake`, `positions` and
-    `describe` may be called from any thread. The reading thread may look at `tracker` freely.
+    Threads: one thread reads (every method but these four); `wake`, `positions`, `describe`
+    and `wait_ms` may be called from any thread. The reading thread may look at `tracker` freely.
     """
 
     def __init__(
@@ -450,11 +451,12 @@ class PacedConsumer:
         with self._lock:
             return self.tracker.describe()
 
-    # --- the reading thread ----------------------------------------------------------------------
-
     @property
     def wait_ms(self) -> int:
+        """The fetch wait of the consumer in use (or the next one)."""
         return self.pacer.wait_ms
+
+    # --- the reading thread ----------------------------------------------------------------------
 
     def topics(self, timeout: float) -> dict[str, set[int]]:
         """Every topic on the cluster and the ids of its partitions (one metadata request)."""

@@ -19,7 +19,6 @@ class Deadline:
     waiting, nothing that regions must agree on depends on it)."""
 
     def __init__(self, seconds: float, name: str) -> None:
-        self.seconds = seconds
         self.name = name
         self.at = time.monotonic() + seconds
 
