@@ -42,23 +42,33 @@ def _redis_server_alive(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
 
 
-SLOW_DIRS = {"integration", "faults", "sdk", "pipeline", "bench"}
-"""Directories whose tests start brokers, nodes or Spark: out of the fast loop (`-m "not slow"`)."""
-KAFKA_DIRS = {"integration", "faults", "sdk"}
+FOLDER_MARKS: dict[str, tuple[str, ...]] = {
+    "integration": ("kafka", "slow"),
+    "faults": ("kafka", "slow"),
+    "sdk": ("kafka", "slow"),
+    "pipeline": ("spark", "kafka", "slow"),
+    "bench": ("kafka", "redis", "slow"),
+    "differential": ("redis",),
+}
+"""The test tiers, in one place: a test's folder says what it starts."""
+REDIS_FIXTURES = {"redis_server", "auth_server"}
+"""Fixtures that start a real redis-server: a test using one is `redis` wherever it is."""
+KAFKA_FILE_SUFFIX = "_kafka.py"
+"""A test file elsewhere (tests/replay) that starts brokers says so in its name."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Test tiers in one place: tests under the directories above are `slow` (and `kafka`
-    where they start brokers); tests that use a real redis-server are `redis`. A test file may
-    add its own markers too."""
+    """Markers from the folder (`FOLDER_MARKS`) and the file name (`KAFKA_FILE_SUFFIX`); a test
+    that uses a real redis-server (`REDIS_FIXTURES`) is `redis` wherever it is. The fast loop is
+    `pytest -m "not slow"`."""
     for item in items:
-        parts = Path(str(item.fspath)).parts
+        path = Path(str(item.fspath))
+        parts = path.parts
         folder = parts[parts.index("tests") + 1] if "tests" in parts else ""
-        if folder in SLOW_DIRS:
-            item.add_marker(pytest.mark.slow)
-        if folder in KAFKA_DIRS:
-            item.add_marker(pytest.mark.kafka)
-        if folder == "differential" or "redis_server" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.redis)
-        if item.get_closest_marker("kafka") is not None:
-            item.add_marker(pytest.mark.slow)
+        marks = set(FOLDER_MARKS.get(folder, ()))
+        if path.name.endswith(KAFKA_FILE_SUFFIX):
+            marks |= {"kafka", "slow"}
+        if REDIS_FIXTURES & set(getattr(item, "fixturenames", ())):
+            marks.add("redis")
+        for mark in sorted(marks):
+            item.add_marker(getattr(pytest.mark, mark))

@@ -18,6 +18,7 @@ from streams.node.node import (
     DEFAULT_CATCH_UP_TIMEOUT_S,
     DEFAULT_SNAPSHOT_EVERY_OPS,
     DEFAULT_SNAPSHOT_EVERY_S,
+    NodeOptions,
     RegionNode,
 )
 from topology.config import load
@@ -33,17 +34,19 @@ def _record_at(text: str) -> RecordAt:
 async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
     region = args.region
     node = RegionNode(
-        load(args.topology),
-        region,
-        debug_clock=args.debug_clock,
-        debug_faults=args.debug_faults,
-        snapshot=args.snapshot,
-        snapshot_every_ops=args.snapshot_every_ops,
-        snapshot_every_s=args.snapshot_every_s,
-        skip_records=frozenset(args.skip_record),
-        bind=args.bind,
-        port=args.port,
-        auth_config=auth,
+        NodeOptions(
+            load(args.topology),
+            region,
+            debug_clock=args.debug_clock,
+            debug_faults=args.debug_faults,
+            snapshot=args.snapshot,
+            snapshot_every_ops=args.snapshot_every_ops,
+            snapshot_every_s=args.snapshot_every_s,
+            skip_records=frozenset(args.skip_record),
+            bind=args.bind,
+            port=args.port,
+            auth=auth,
+        )
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -17,18 +17,33 @@ import time
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from streams import errors
-from streams.commands.base import parse_int, text
+from streams.commands.base import Command, parse_int, text
 from streams.errors import CommandError
 from streams.reply import OK, Reply, Status
 from streams.resp.server import Session
 
-if TYPE_CHECKING:
-    from streams.node.transactions import Transaction
-
 DEFAULT_USER = b"default"
+
+QUEUED = Status("QUEUED")
+
+Queued = tuple[Command, list[bytes]]
+"""A queued command: its table row and its arguments."""
+
+
+@dataclass
+class Transaction:
+    queued: list[Queued] = field(default_factory=list)
+    dirty: bool = False
+
+    def queue(self, cmd: Command, args: list[bytes], refusal: CommandError | None = None) -> Reply:
+        """Queue a command, or (refusal given) answer the refusal and doom the transaction."""
+        if refusal is not None:
+            self.dirty = True
+            return refusal
+        self.queued.append((cmd, args))
+        return QUEUED
 
 
 @dataclass(eq=False)

@@ -13,8 +13,9 @@ from __future__ import annotations
 from streams import REDIS_COMPAT_VERSION, errors
 from streams.commands.base import parse_int
 from streams.errors import CommandError
-from streams.node import auth
-from streams.node.clients import Client, set_name
+from streams.node import auth, introspection
+from streams.node.clients import Client, Clients, client, set_name
+from streams.node.dispatch import Builtin, sync
 from streams.reply import OK, Map, Reply, Status
 
 
@@ -93,3 +94,18 @@ def reset(client: Client, config: auth.AuthConfig) -> Reply:
     client.no_evict = False
     auth.start(client, config)
     return Status("RESET")
+
+
+def builtins(config: auth.AuthConfig, clients: Clients) -> dict[str, Builtin]:
+    """The connection commands' handlers, bound as the request pipeline calls them."""
+    return {
+        "ping": sync(ping),
+        "echo": sync(echo),
+        "hello": sync(lambda c, a: hello(c, a, config)),
+        "auth": sync(lambda c, a: auth.auth(c, a, config)),
+        "client": sync(lambda c, a: client(c, a, clients.live())),
+        "select": sync(select),
+        "quit": sync(quit_),
+        "reset": sync(lambda c, a: reset(c, config)),
+        "command": sync(lambda c, a: introspection.command(a)),
+    }

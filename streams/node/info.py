@@ -1,8 +1,8 @@
 """INFO: Redis's text format over the sections the node fills in, and the counters it reports.
 
-The node (`RegionNode.info_sections`) supplies the values, in Redis's order and with Redis's
-field names where they apply; INFO and its sections are bulk strings in RESP3 too (Redis:
-verbatim strings).
+The node (`streams.node.report.Report.info_sections`) supplies the values, in Redis's order and
+with Redis's field names where they apply; INFO and its sections are bulk strings in RESP3 too
+(Redis: verbatim strings).
 """
 
 from __future__ import annotations

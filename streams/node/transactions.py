@@ -8,8 +8,9 @@ runs nothing. EXEC with a wrong number of arguments aborts the transaction at on
 reason, as Redis does. Errors that happen while a queued command runs are returned inside EXEC's
 array; the other commands still run.
 
-The node runs the queue (`RegionNode._exec`) in one go on its event loop, nothing awaiting in
-between, so no command of another client and no op from another region is applied in between.
+The pipeline runs the queue (`streams.node.dispatch.Dispatcher.exec_transaction`) in one go on
+its event loop, nothing awaiting in between, so no command of another client and no op from
+another region is applied in between.
 The queue holds the commands as resolved when they were queued: EXEC does not look them up again.
 
 WATCH is not supported: regions accept writes concurrently, so a check-and-set over one region's
@@ -19,35 +20,13 @@ accepted (nothing is ever watched).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from streams import errors
-from streams.commands.base import Command
 from streams.errors import CommandError
-from streams.node.clients import Client
-from streams.reply import OK, Reply, Status
-
-QUEUED = Status("QUEUED")
+from streams.node.clients import Client, Transaction
+from streams.reply import OK, Reply
 
 IMMEDIATE = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
 """Commands that run at once even inside MULTI (Redis's processCommand exceptions)."""
-
-Queued = tuple[Command, list[bytes]]
-"""A queued command: its table row and its arguments."""
-
-
-@dataclass
-class Transaction:
-    queued: list[Queued] = field(default_factory=list)
-    dirty: bool = False
-
-    def queue(self, cmd: Command, args: list[bytes], refusal: CommandError | None = None) -> Reply:
-        """Queue a command, or (refusal given) answer the refusal and doom the transaction."""
-        if refusal is not None:
-            self.dirty = True
-            return refusal
-        self.queued.append((cmd, args))
-        return QUEUED
 
 
 def multi(client: Client, args: list[bytes]) -> Reply:

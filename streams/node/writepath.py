@@ -16,7 +16,7 @@ region to one transaction per command. Making only conflicting writers wait woul
 common case (many clients appending to one stream). The price is the failure path: when a batch
 fails, the state holds ops the log may not, and later commands built on them. Every held reply of
 the failed batch and of the open one is failed, and the node reloads its state from the log
-before it serves again (`RegionNode._recover`), as Redis exits and reloads its AOF when an fsync
+before it serves again (`streams.node.loader`), as Redis exits and reloads its AOF when an fsync
 fails under `appendfsync always`. Whether the failed transaction landed is only known by reading
 the log; the reload settles it. (It can land even after an abort: the embedded Tansu broker
 hands aborted transactional records to read_committed readers, so on it a failed batch whose
@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 
 from streams.crdt import ops
 from streams.errors import CommandError
-from streams.node.writer import RegionWriter, WriterError
+from streams.node.oplog import Writer
+from streams.node.writer import WriterError
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ class WritePath:
 
     def __init__(
         self,
-        writer: RegionWriter,
+        writer: Writer,
         on_committed: Callable[[WriteBatch], None],
         on_failed: Callable[[WriterError], None],
     ) -> None:

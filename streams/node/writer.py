@@ -1,8 +1,10 @@
-"""The region writer: the only process that appends to `<region>.oplog` and `<region>.local`.
+"""A shard's writer: the only process that appends to its partition of `<region>.oplog` and
+`<region>.local`.
 
-It uses a transactional producer (acks=all, idempotent) whose transactional.id is the region's,
-so starting a second writer for the same region fences the first: the old one gets `_FENCED` on
-its next append and stops writing, and the log never holds interleaved or forked sequences.
+It uses a transactional producer (acks=all, idempotent) whose transactional.id is the region's
+and shard's, so starting a second writer for the same shard fences the first: the old one gets
+`_FENCED` on its next append and stops writing, and the log never holds interleaved or forked
+sequences. Fencing is per shard: each shard of a region has its own writer.
 
 Appends run in one worker thread (confluent-kafka calls block); the node awaits them. A write is
 acknowledged to its client only after the transaction holding its ops committed.
@@ -39,8 +41,11 @@ MAX_RECORD_BYTES = int(os.environ.get("STREAMS_MAX_RECORD_BYTES", kafka.MAX_RECO
 mirrors and readers accept; the environment variable lowers it for tests)."""
 
 
-def transactional_id(region_name: str) -> str:
-    return f"streams-writer-{region_name}"
+def transactional_id(region_name: str, shard: int = 0, shards: int = 1) -> str:
+    """One per region and shard; a region of one shard keeps the id it always had."""
+    if shards == 1:
+        return f"streams-writer-{region_name}"
+    return f"streams-writer-{region_name}-s{shard}"
 
 
 class RegionWriter:
@@ -51,8 +56,13 @@ class RegionWriter:
         oplog_topic: str,
         local_topic: str,
         timeout_s: float = 10.0,
+        *,
+        shard: int = 0,
+        shards: int = 1,
     ) -> None:
         self.region_name = region_name
+        self.partition = shard
+        self.name = region_name if shards == 1 else f"{region_name} shard {shard}"
         self.oplog_topic = oplog_topic
         self.local_topic = local_topic
         self.timeout_s = timeout_s
@@ -63,7 +73,7 @@ class RegionWriter:
         """Per own topic: one past the last record a committed transaction wrote."""
         self._config: dict[str, object] = {
             "bootstrap.servers": bootstrap,
-            "transactional.id": transactional_id(region_name),
+            "transactional.id": transactional_id(region_name, shard, shards),
             "acks": "all",
             "enable.idempotence": True,
             "linger.ms": 0,
@@ -77,14 +87,14 @@ class RegionWriter:
         self._renew_needed = False
         """A failed transaction could not be aborted (librdkafka refuses to abort while a timed
         out commit is still in progress): the producer must be replaced before the next one."""
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"writer-{region_name}")
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"writer-{region_name}-s{shard}")
 
     def start(self) -> None:
         """Register the transactional id; this is what fences any older writer of the region."""
         try:
             self._producer.init_transactions(self.timeout_s)
         except KafkaException as exc:
-            raise WriterError(f"cannot start the writer of {self.region_name}: {exc}") from exc
+            raise WriterError(f"cannot start the writer of {self.name}: {exc}") from exc
 
     async def append(self, replicated: Sequence[ops.Op], local: Sequence[ops.LocalOp]) -> None:
         if not replicated and not local:
@@ -104,6 +114,7 @@ class RegionWriter:
             for i, op in enumerate(replicated):
                 producer.produce(
                     self.oplog_topic,
+                    partition=self.partition,
                     key=op.body.key,
                     value=encode(op),
                     headers=headers(op),
@@ -113,6 +124,7 @@ class RegionWriter:
             for i, record in enumerate(local):
                 producer.produce(
                     self.local_topic,
+                    partition=self.partition,
                     key=record.body.key,
                     value=encode(record),
                     headers=headers(record),
@@ -170,18 +182,18 @@ class RegionWriter:
             fresh.init_transactions(self.timeout_s)
         except KafkaException as exc:
             raise WriterError(
-                f"the op log is unreachable: cannot renew the writer of {self.region_name}: "
+                f"the op log is unreachable: cannot renew the writer of {self.name}: "
                 f"{exc.args[0].str() if exc.args else exc}"
             ) from exc
         self._producer = fresh
         self._renew_needed = False
         log.warning(
-            "%s: writer renewed after a transaction that could not be aborted", self.region_name
+            "%s: writer renewed after a transaction that could not be aborted", self.name
         )
 
     def _fenced_text(self) -> str:
         return (
-            f"another writer took over region {self.region_name} "
+            f"another writer took over region {self.name} "
             "(fenced); this node no longer accepts writes"
         )
 

@@ -31,18 +31,18 @@ import dataclasses
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from streams import errors
 from streams.commands.base import Command, Context
-from streams.commands.catalogue import unsupported
 from streams.commands.table import run
+from streams.crdt.fold import Applied
 from streams.errors import CommandError
-from streams.node import auth, connection, introspection, router
-from streams.node.clients import Client, Clients, client
+from streams.node import auth, connection, router
+from streams.node.clients import Client
+from streams.node.dispatch import Builtin, Dispatcher, Ran, sync
 from streams.replay import reader
 from streams.replay.describe import vector_text
-from streams.crdt.fold import Applied
 from streams.replay.positions import PositionError
 from streams.replay.run import (
     CorruptError,
@@ -52,18 +52,18 @@ from streams.replay.run import (
     replay,
 )
 from streams.reply import NULL_ARRAY, Map, Reply
-from streams.resp.server import Session, serve
+from streams.resp.server import Held, Session, serve
 
-READONLY = (
-    "READONLY You can't write against a replay of the op log (streams replay --serve)"
-)
+READONLY = "READONLY You can't write against a replay of the op log (streams replay --serve)"
 NOT_ON_REPLAY = "ERR '{name}' is not available on a replay of the op log (streams replay --serve)"
 SEEK_USAGE = (
     "ERR usage: REPLAY.SEEK <r1=120,r2=98 | AT vector | OFFSETS topic=offset,... | TIME iso8601 "
     "| END>"
 )
 
-CONNECTION = frozenset({"ping", "echo", "hello", "select", "quit", "client", "command"})
+CONNECTION = ("ping", "echo", "hello", "select", "quit", "client", "command")
+"""The node's connection commands a replay serves (AUTH, RESET, MULTI, CONFIG, INFO and CRDT.*
+have no meaning on a replay)."""
 OWN = frozenset({b"replay.seek", b"replay.position"})
 
 Runner = Callable[[Request], Replayed]
@@ -81,16 +81,18 @@ class View:
         result = self.result
         fold = result.fold
         waiting = result.region.causal.waiting + fold.gated + fold.waiting_local
-        return Map((
-            (b"region", result.region_name.encode()),
-            (b"at", vector_text(result.region.vector, result.names).encode()),
-            (b"digest", result.region.state.digest().encode()),
-            (b"asked", self.asked.encode()),
-            (b"clock-ms", self.clock_ms),
-            (b"tainted", int(result.tainted)),
-            (b"records", result.records),
-            (b"waiting-ops", waiting),
-        ))
+        return Map(
+            (
+                (b"region", result.region_name.encode()),
+                (b"at", vector_text(result.region.vector, result.names).encode()),
+                (b"digest", result.region.state.digest().encode()),
+                (b"asked", self.asked.encode()),
+                (b"clock-ms", self.clock_ms),
+                (b"tainted", int(result.tainted)),
+                (b"records", result.records),
+                (b"waiting-ops", waiting),
+            )
+        )
 
 
 def load(
@@ -132,88 +134,92 @@ def parse_seek(args: list[bytes]) -> dict[str, str | None]:
     raise CommandError(SEEK_USAGE)
 
 
+class ReplayBackend:
+    """The pipeline's backend over a `View`: reads only, as of the view's position."""
+
+    def __init__(self, view: View) -> None:
+        self.view = view
+
+    async def paused(self) -> None:
+        return None
+
+    def execute(self, cmd: Command, args: list[bytes]) -> Ran:
+        if "write" in cmd.flags:
+            return Ran(CommandError(READONLY))
+        view = self.view
+        result = view.result
+        region = result.region
+        ctx = Context(
+            region.state, region.id, region.mode, view.clock_ms, region.vector, result.names
+        )
+        out = run(cmd, ctx, args)
+        if out.ops:
+            return Ran(CommandError(READONLY))
+        if out.block is not None and (out.reply is None or out.reply is NULL_ARRAY):
+            return Ran(NULL_ARRAY)  # nothing will arrive: the view moves only by REPLAY.SEEK
+        return Ran(out.reply)
+
+    def hold(self, reply: Reply, shards: frozenset[int] | None) -> Reply:
+        return reply
+
+    async def wait(
+        self, keys: Iterable[bytes], timeout: float, lost: asyncio.Future[None] | None
+    ) -> None:
+        return None
+
+
 class ReplayHandler:
-    """The RESP handler over a `View`; `seek` swaps the view once a refold is complete."""
+    """The RESP handler: REPLAY.SEEK / REPLAY.POSITION, else the node's request pipeline over
+    the view; `seek` swaps the view once a refold is complete."""
 
     def __init__(self, base: Request, view: View, runner: Runner = replay) -> None:
         self.base = base
-        self.view = view
         self.runner = runner
-        self.auth = auth.AuthConfig()
-        self.clients = Clients()
+        self.backend = ReplayBackend(view)
+        self.dispatcher = Dispatcher(self.backend, auth.AuthConfig())
+        self.dispatcher.bind(self._builtins())
         self._seeking = asyncio.Lock()
 
-    async def __call__(self, session: Session, args: list[bytes]) -> Reply:
-        me = self.clients.find(session) or self.clients.add(session)
-        try:
-            return await self._handle(me, args)
-        except CommandError as exc:
-            return exc
+    @property
+    def view(self) -> View:
+        return self.backend.view
 
-    async def _handle(self, me: Client, args: list[bytes]) -> Reply:
+    async def __call__(self, session: Session, args: list[bytes]) -> Reply | Held:
         name = args[0].lower()
         if name in OWN:
             return await self._own(name, args)
-        found = router.resolve(args)
-        if isinstance(found, str):
-            return unsupported(found)
-        if not found.arity_ok(len(args)):
-            return errors.wrong_arity(found.name)
-        builtin = router.builtin_name(found)
-        if builtin in CONNECTION:
-            return self._connection(me, builtin, args)
-        if builtin is not None:
-            return CommandError(NOT_ON_REPLAY.format(name=found.name))
-        return self._read(found, args)
+        return await self.dispatcher.handle(session, args)
 
-    def _read(self, found: Command, args: list[bytes]) -> Reply:
-        if "write" in found.flags:
-            return CommandError(READONLY)
-        view = self.view
-        result = view.result
-        ctx = Context(
-            result.region.state,
-            result.region.id,
-            result.region.mode,
-            view.clock_ms,
-            result.region.vector,
-            result.names,
-        )
-        out = run(found, ctx, args)
-        if out.ops:
-            return CommandError(READONLY)
-        if out.block is not None and (out.reply is None or out.reply is NULL_ARRAY):
-            return NULL_ARRAY  # nothing will arrive: the view moves only by REPLAY.SEEK
-        return out.reply
-
-    def _connection(self, me: Client, name: str, args: list[bytes]) -> Reply:
-        if name == "ping":
-            return connection.ping(me, args)
-        if name == "echo":
-            return connection.echo(me, args)
-        if name == "hello":
-            return connection.hello(me, args, self.auth)
-        if name == "select":
-            return connection.select(me, args)
-        if name == "quit":
-            return connection.quit_(me, args)
-        if name == "client":
-            return client(me, args, self.clients.live())
-        return introspection.command(args)
+    def _builtins(self) -> dict[str, Builtin]:
+        """The connection commands as the node runs them; the node's other commands (MULTI,
+        CONFIG, INFO, CRDT.*) have no meaning on a replay."""
+        handlers: dict[str, Builtin] = dict.fromkeys(router.BUILTINS, sync(_not_on_replay))
+        served = connection.builtins(self.dispatcher.auth, self.dispatcher.clients)
+        handlers.update({name: served[name] for name in CONNECTION})
+        return handlers
 
     async def _own(self, name: bytes, args: list[bytes]) -> Reply:
         if name == b"replay.position":
             if len(args) != 1:
                 return errors.wrong_arity("replay.position")
             return self.view.position()
-        where = parse_seek(args)
+        try:
+            where = parse_seek(args)
+        except CommandError as exc:
+            return exc
         async with self._seeking:
             try:
                 view = await asyncio.to_thread(load, self.base, where, self.runner)
             except (PositionError, CorruptError, reader.ReadError, OSError) as exc:
                 return CommandError(f"ERR cannot seek: {exc}".replace("\n", " "))
-            self.view = view
+            self.backend.view = view
         return view.position()
+
+
+def _not_on_replay(client: Client, args: list[bytes]) -> Reply:
+    resolved = router.resolve(args)
+    name = resolved if isinstance(resolved, str) else resolved.name
+    return CommandError(NOT_ON_REPLAY.format(name=name))
 
 
 async def _serve_forever(handler: ReplayHandler, host: str, port: int) -> None:
@@ -244,8 +250,11 @@ def serve_replay(req: Request, host: str, port: int) -> int:
     where: dict[str, str | None] = {"at": req.at, "offsets": req.offsets, "time": req.time}
     view = load(req, where, replay, progress=True)
     if view.result.tainted:
-        print(f"streams replay: TAINTED: built over {len(view.result.skipped)} skipped "
-              f"record(s) (listed in {req.audit})", file=sys.stderr)
+        print(
+            f"streams replay: TAINTED: built over {len(view.result.skipped)} skipped "
+            f"record(s) (listed in {req.audit})",
+            file=sys.stderr,
+        )
     handler: ReplayHandler | None = None
 
     async def main() -> None:

@@ -7,9 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
-pytestmark = [pytest.mark.kafka, pytest.mark.redis, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -33,7 +33,6 @@ from streams.resp.encode import encode
 
 from .redis_server import RedisServer
 
-pytestmark = pytest.mark.redis
 
 KEY = b"s"
 

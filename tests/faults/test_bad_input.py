@@ -18,14 +18,12 @@ import time
 from collections import Counter
 
 import hiredis
-import pytest
 from fuzz_words import OPTION_WORDS
 from support import RawClient, encode_command
 
 from faults.workload import node_memory_mb, node_pid, plain_client
 from topology.local import LocalTopology
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 TOTAL = 100_000
 ROUND = 250

@@ -49,7 +49,6 @@ from faults.workload import (
 )
 from topology.local import LocalTopology
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 RATE = 30.0
 """Requests a second per region (two regions)."""

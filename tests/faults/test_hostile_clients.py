@@ -27,14 +27,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import hiredis
-import pytest
 import redis
 from support import RawClient, encode_command, wait_until
 
 from faults.workload import Prober, node_memory_mb, node_pid, percentile, plain_client
 from topology.local import LocalTopology
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 IDLE = 1000
 BIG_ENTRIES = 1000

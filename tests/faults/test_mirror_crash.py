@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 from functools import partial
 
-import pytest
 from support import wait_until
 
 from faults.workload import (
@@ -33,7 +32,6 @@ from faults.workload import (
 )
 from topology.local import LocalTopology
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 RATE = 40.0
 """Requests a second per region (three regions)."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
 
 from faults.workload import (
     check_dots,
@@ -21,7 +20,6 @@ from faults.workload import (
 )
 from topology.local import LocalTopology
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 RATE = 60.0
 """Requests a second per region (three regions)."""

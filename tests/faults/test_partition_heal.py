@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
 
 from faults.workload import (
     check_dots,
@@ -24,7 +23,6 @@ from faults.workload import (
 )
 from topology.local import LocalTopology
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 RATE = 60.0
 PARTITION_S = 4.0

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
 import redis
 from support import free_port, wait_until
 
@@ -28,7 +27,6 @@ from faults.workload import (
 )
 from topology.local import LocalTopology
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 RATE = 40.0
 """Requests a second per writer (three regions, and the second node of r1)."""

@@ -13,12 +13,10 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
 import redis
 
 from topology.local import LocalTopology
 
-pytestmark = [pytest.mark.kafka]
 
 
 def persistence(client: redis.Redis) -> dict[str, int]:

@@ -19,7 +19,6 @@ from topology.config import load
 from topology.local import LocalTopology, TopologyError
 from topology.mm2 import EXAMPLE_TOPOLOGY
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 
 @cache

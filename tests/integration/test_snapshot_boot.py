@@ -18,7 +18,6 @@ from confluent_kafka import Producer
 
 from topology.local import LocalTopology
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 
 def write(client: redis.Redis, n: int, tag: bytes) -> None:

@@ -18,7 +18,6 @@ import redis
 
 from topology.mm2 import EXAMPLE_TOPOLOGY
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 
 def streams(*args: str) -> subprocess.Popen[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from confluent_kafka import Producer
 from pyspark.sql import SparkSession
 
@@ -11,7 +10,6 @@ from streams.ops.codec import encode
 from streams.pipeline.audit import audit
 from topology.local import LocalTopology
 
-pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 
 
 def _produce(bootstrap: str, topic: str, op: ops.Op) -> None:

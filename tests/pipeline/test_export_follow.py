@@ -15,7 +15,6 @@ from streams.pipeline.export import OPS_DIR, export, follow
 from tests.pipeline.conftest import History
 from topology.local import LocalTopology
 
-pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 
 Entries = dict[bytes, list[tuple[bytes, bytes, list[tuple[bytes, bytes]]]]]
 

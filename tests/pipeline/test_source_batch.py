@@ -17,7 +17,6 @@ from streams.snapshot import read_snapshot, write_snapshot
 from tests.pipeline.conftest import History
 from topology.ports import free_port
 
-pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 
 
 def _read(spark: SparkSession, bootstrap: str, **options: str):  # type: ignore[no-untyped-def]

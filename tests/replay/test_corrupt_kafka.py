@@ -22,7 +22,6 @@ from streams.ops.codec import encode
 from topology.broker import EmbeddedBroker
 from topology.topics import ensure_topics
 
-pytestmark = [pytest.mark.kafka]
 
 
 @pytest.fixture(scope="module")

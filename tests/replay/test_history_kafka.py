@@ -21,7 +21,6 @@ import pytest
 from streams.cli import main
 from topology.local import LocalTopology
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 
 def _text(raw: Any) -> str:

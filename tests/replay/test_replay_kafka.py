@@ -21,7 +21,6 @@ from streams.ids import MAX_ID, MIN_ID
 from streams.replay.run import Request, replay
 from topology.local import LocalTopology
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 KEYS = (b"s", b"t")
 

@@ -24,7 +24,6 @@ import redis
 from topology.local import LocalTopology
 from topology.ports import free_port
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 KEYS = ("s", "t")
 READONLY = "You can't write against a replay of the op log (streams replay --serve)"

@@ -17,7 +17,6 @@ from streams.sdk import CheckpointConsumer, CheckpointTx, Producer, SQLiteStore,
 from streams.sdk.checkpoint import SQLiteTx
 from topology.local import LocalTopology
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,12 +10,10 @@ import threading
 import time
 from collections import Counter
 
-import pytest
 
 from streams.sdk import CountingMetrics, GroupConsumer, Metrics, Producer
 from topology.local import LocalTopology
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 
 def _key(entry_id: str) -> tuple[int, int]:

@@ -6,7 +6,6 @@ import asyncio
 import threading
 import time
 
-import pytest
 
 from streams.sdk import (
     DEAD_LETTER_FIELDS,
@@ -19,7 +18,6 @@ from streams.sdk import (
 )
 from topology.local import LocalTopology
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 
 def _drain(consumer: GroupConsumer, until: float = 20.0, idle_steps: int = 3) -> None:

@@ -13,36 +13,19 @@ import pytest
 from differential.redis_server import RedisServer, require_redis_server
 from support import RawClient
 
-import streams.node.node as node_module
 from streams import errors
 from streams.crdt import ops
 from streams.node import router, transactions
 from streams.node.auth import AuthConfig
-from streams.node.clients import Clients
-from streams.node.node import RegionNode
+from streams.node.clients import QUEUED, Clients
+from streams.node.memory import MemoryLog
+from streams.node.node import NodeOptions, RegionNode
 from streams.reply import Reply
 from streams.resp.encode import encode
 from streams.resp.server import Held, Session
 from topology.config import RegionConfig, Topology
 
 T = TypeVar("T")
-
-
-class FakeWriter:
-    """Acknowledges every append at once and remembers it."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        self.fenced = False
-        self.appends: list[list[ops.Op]] = []
-
-    async def append(self, replicated: list[ops.Op], local: list[ops.LocalOp]) -> None:
-        if replicated:
-            self.appends.append(list(replicated))
-
-
-class FakeMaterializer:
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        self.positions: dict[str, int] = {}
 
 
 TOPOLOGY = Topology(
@@ -54,35 +37,29 @@ TOPOLOGY = Topology(
 )
 
 
-@pytest.fixture(autouse=True)
-def _no_kafka(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(node_module, "RegionWriter", FakeWriter)
-    monkeypatch.setattr(node_module, "Materializer", FakeMaterializer)
-
-
 LOOPS: dict[int, asyncio.AbstractEventLoop] = {}
 
 
 def make_node(requirepass: str | None = None, users: list[str] | None = None) -> RegionNode:
-    """A node serving from an event loop of its own (its write path's commit task runs there),
-    with nothing to catch up with."""
-    return serving(
-        RegionNode(
-            TOPOLOGY, "r1", clock=lambda: 1.0, auth_config=AuthConfig.build(requirepass, users)
-        )
+    """A node on an in-memory op log, serving from an event loop of its own (its write path's
+    commit task runs there), with nothing to catch up with."""
+    options = NodeOptions(
+        TOPOLOGY, "r1", clock=lambda: 1.0, auth=AuthConfig.build(requirepass, users)
     )
+    return serving(RegionNode(options, log=MemoryLog()))
 
 
 def serving(node: RegionNode) -> RegionNode:
     loop = LOOPS[id(node)] = asyncio.new_event_loop()
-
-    async def serving() -> None:
-        node._loop = asyncio.get_running_loop()
-        node.loading = None
-        node.writepath.start()
-
-    loop.run_until_complete(serving())
+    loop.run_until_complete(node.start(serve_resp=False))
     return node
+
+
+def appends(node: RegionNode) -> list[list[ops.Op]]:
+    """The replicated ops of each batch the node appended to its (in-memory) log."""
+    log = node.log
+    assert isinstance(log, MemoryLog)
+    return [replicated for replicated, _local in log.writers[0].appends if replicated]
 
 
 def run(node: RegionNode, coro: Coroutine[Any, Any, T]) -> T:
@@ -137,7 +114,7 @@ def test_exec_runs_the_queue_and_later_commands_see_earlier_writes() -> None:
     assert isinstance(reply[2], hiredis.ReplyError) and "strict ID mode" in str(reply[2])
     assert reply[3] is None  # BLOCK inside MULTI times out at once
     assert reply[4] == b"PONG"
-    assert len(node.writer.appends) == 1  # type: ignore[attr-defined]
+    assert len(appends(node)) == 1
 
 
 def test_a_queue_time_error_makes_exec_abort_and_run_nothing() -> None:
@@ -151,7 +128,7 @@ def test_a_queue_time_error_makes_exec_abort_and_run_nothing() -> None:
     c.call("MULTI")
     assert c.call("CRDT.FLUSH") == b"-ERR Command not allowed inside a transaction\r\n"
     assert c.call("EXEC").startswith(b"-EXECABORT")
-    assert node.writer.appends == []  # type: ignore[attr-defined]
+    assert appends(node) == []
 
 
 def test_transaction_state_is_per_connection() -> None:
@@ -182,7 +159,7 @@ def test_exec_runs_the_whole_queue_in_one_batch_before_any_other_command() -> No
 
     exec_reply, _ = run(node, both())
     assert isinstance(exec_reply, list) and len(exec_reply[3]) == 3
-    batches = node.writer.appends  # type: ignore[attr-defined]
+    batches = appends(node)
     assert sum(len(batch) for batch in batches) == 4
     assert [op.body.fields for op in batches[0][:3]] == [(b"f", b"v")] * 3
 
@@ -204,7 +181,7 @@ def test_transaction_module_rules() -> None:
     tx = client.transaction
     assert tx is not None
     ping = router.TABLE["ping"]
-    assert tx.queue(ping, [b"PING"]) == transactions.QUEUED
+    assert tx.queue(ping, [b"PING"]) == QUEUED
     assert tx.queued == [(ping, [b"PING"])] and client.transaction_depth() == 1
     error = transactions.reject(client, b"nosuch", errors.wrong_arity("x"))
     assert error.text.startswith("ERR wrong number") and tx.dirty
@@ -528,7 +505,6 @@ def test_transaction_replies_match_redis(redis_server: RedisServer) -> None:
     )
 
 
-@pytest.mark.redis
 def test_auth_replies_match_redis(auth_server: RedisServer) -> None:
     _same(
         make_node("secret", ["alice:pw"]),
@@ -559,7 +535,9 @@ def test_auth_replies_match_redis(auth_server: RedisServer) -> None:
 
 
 def test_bind_and_port_options_override_the_topology() -> None:
-    node = serving(RegionNode(TOPOLOGY, "r1", bind="0.0.0.0", port=7555))
+    node = serving(
+        RegionNode(NodeOptions(TOPOLOGY, "r1", bind="0.0.0.0", port=7555), log=MemoryLog())
+    )
     assert (node.config.bind, node.config.resp_port) == ("0.0.0.0", 7555)
     c = Client(node)
     assert c.value("CONFIG", "GET", "port", "bind") == [b"bind", b"0.0.0.0", b"port", b"7555"]

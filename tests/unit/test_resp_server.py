@@ -320,3 +320,72 @@ def test_resp2_null_array_on_timeout_is_star_minus_one() -> None:
     assert encode(NULL_ARRAY, 2) == b"*-1\r\n"
     assert encode(NULL_ARRAY, 3) == b"_\r\n"
     assert encode(CommandError("ERR x\r\ny"), 2) == b"-ERR x  y\r\n"
+
+
+# --- held replies (group commit) ---------------------------------------------------------------
+
+
+def held_handler(commits: dict[bytes, asyncio.Future[CommandError | None]]) -> Handler:
+    """`HOLD name value`: reply `value`, held until the commit named `name` resolves; anything
+    else is answered at once."""
+
+    async def handler(session: Session, args: list[bytes]) -> Reply | server.Held:
+        if args[0] == b"HOLD":
+            future = commits.setdefault(args[1], asyncio.get_running_loop().create_future())
+            return server.Held(args[2], future)
+        return await echo_handler(session, args)
+
+    return handler  # type: ignore[return-value]
+
+
+@run_async
+async def test_held_replies_leave_in_request_order_once_their_commit_is_done() -> None:
+    """A reply that needs no commit waits behind an earlier held one; replies ready together go
+    in one write."""
+    commits: dict[bytes, asyncio.Future[CommandError | None]] = {}
+    protocol, transport = connect(held_handler(commits))
+    protocol.data_received(frame(b"HOLD", b"b1", b"a") + frame(b"PING") + frame(b"HOLD", b"b2", b"c"))
+    await settle(lambda: len(commits) == 2)
+    assert bytes(transport.out) == b""
+    commits[b"b2"].set_result(None)  # the later batch committed first: nothing may go yet
+    await settle()
+    assert bytes(transport.out) == b""
+    commits[b"b1"].set_result(None)
+    await settle(lambda: len(transport.out) > 0)
+    assert bytes(transport.out) == b"$1\r\na\r\n+PONG\r\n$1\r\nc\r\n"
+
+
+@run_async
+async def test_a_failed_commit_replaces_the_held_reply_with_its_error() -> None:
+    commits: dict[bytes, asyncio.Future[CommandError | None]] = {}
+    protocol, transport = connect(held_handler(commits))
+    protocol.data_received(frame(b"HOLD", b"b1", b"a") + frame(b"HOLD", b"b1", b"b"))
+    await settle(lambda: b"b1" in commits)
+    commits[b"b1"].set_result(CommandError("ERR the op log did not confirm the write"))
+    await settle(lambda: transport.out.count(b"\r\n") >= 2)
+    assert bytes(transport.out) == b"-ERR the op log did not confirm the write\r\n" * 2
+
+
+@run_async
+async def test_held_replies_of_a_client_that_never_reads_are_bounded_in_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While held replies of one connection reach MAX_HELD_BYTES it runs no further request;
+    once they leave it goes on."""
+    monkeypatch.setattr(server, "MAX_HELD_BYTES", 3000)
+    commits: dict[bytes, asyncio.Future[CommandError | None]] = {}
+    ran: list[bytes] = []
+    inner = held_handler(commits)
+
+    async def handler(session: Session, args: list[bytes]) -> Reply | server.Held:
+        ran.append(args[1])
+        return await inner(session, args)  # type: ignore[misc]
+
+    protocol, transport = connect(handler)  # type: ignore[arg-type]
+    big = b"x" * 1000
+    protocol.data_received(b"".join(frame(b"HOLD", b"b1", big) for _ in range(10)))
+    await settle(lambda: len(ran) >= 3)
+    await settle()
+    assert len(ran) == 3  # 3 x 1000+ bytes held: no fourth request runs
+    commits[b"b1"].set_result(None)
+    await settle(lambda: len(ran) == 10 and len(transport.out) >= 10 * 1000)

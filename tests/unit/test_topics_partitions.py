@@ -15,7 +15,6 @@ from topology import topics
 from topology.broker import EmbeddedBroker
 from topology.topics import TopicError, ensure_topics
 
-pytestmark = [pytest.mark.kafka, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,200 @@
+"""The request pipeline: one request of one connection, from its arguments to its reply.
+
+Redis's processCommand order: the command must exist, the connection must be authenticated, the
+arity must fit; inside MULTI the command is then queued; otherwise a command the node runs itself
+(connection, server, transaction and admin commands: "built-ins") runs, a Redis command we do not
+implement is refused clearly, and a stream command is executed by the `Backend` (and may block).
+
+The live node and `streams replay --serve` both answer through this pipeline; they differ only
+in their backend (the node's shards, or a replayed state that refuses writes) and in the
+built-ins they bind. The reply of a command is held (`streams.resp.server.Held`) until the write
+batches it may have seen are committed, as the backend says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from streams import errors
+from streams.commands.base import BlockRequest, Command
+from streams.commands.catalogue import unsupported
+from streams.errors import CommandError
+from streams.node import auth, router, transactions
+from streams.node.clients import Client, Clients
+from streams.node.info import Stats
+from streams.reply import NULL_ARRAY, Reply
+from streams.resp.server import Held, Session
+
+log = logging.getLogger(__name__)
+
+Builtin = Callable[[Client, list[bytes]], Awaitable[Reply]]
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A stream command's reply, whether it asks to block, and the shards it read or wrote (None:
+    possibly all of them)."""
+
+    reply: Reply
+    block: BlockRequest | None = None
+    shards: frozenset[int] | None = None
+
+
+class Backend(Protocol):
+    """What the pipeline needs of whatever holds the state."""
+
+    async def paused(self) -> None:
+        """Return once commands may run (a snapshot may be forking)."""
+        ...
+
+    def execute(self, cmd: Command, args: list[bytes]) -> Ran: ...
+
+    def hold(self, reply: Reply, shards: frozenset[int] | None) -> Reply | Held:
+        """`reply`, held until the write batches of `shards` pending now are committed."""
+        ...
+
+    async def wait(
+        self, keys: Iterable[bytes], timeout: float, lost: asyncio.Future[None] | None
+    ) -> None:
+        """Wait until one of `keys` changes, `timeout` seconds pass or `lost` resolves."""
+        ...
+
+
+def sync(fn: Callable[[Client, list[bytes]], Reply]) -> Builtin:
+    """A built-in that does not await, as the pipeline calls built-ins."""
+
+    async def run_sync(client: Client, args: list[bytes]) -> Reply:
+        try:
+            return fn(client, args)
+        except CommandError as exc:
+            return exc
+
+    return run_sync
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        backend: Backend,
+        auth_config: auth.AuthConfig,
+        clients: Clients | None = None,
+        stats: Stats | None = None,
+    ) -> None:
+        self.backend = backend
+        self.auth = auth_config
+        self.clients = clients if clients is not None else Clients()
+        self.stats = stats if stats is not None else Stats()
+        self.builtins: dict[str, Builtin] = {}
+        """The handlers of `router.BUILTINS`, bound by the owner (`bind`)."""
+
+    def bind(self, handlers: dict[str, Builtin]) -> None:
+        self.builtins = router.bind(handlers)
+
+    async def handle(self, session: Session, args: list[bytes]) -> Reply | Held:
+        """The RESP entry point: one request of one connection, answered in order."""
+        client = self.clients.find(session) or self._register(session)
+        await self.backend.paused()
+        reply, shards = await self._handle(client, args)
+        self.stats.count(reply)
+        return self.backend.hold(reply, shards)
+
+    def _register(self, session: Session) -> Client:
+        client = self.clients.add(session)
+        self.stats.connections += 1
+        auth.start(client, self.auth)
+        return client
+
+    async def _handle(
+        self, client: Client, args: list[bytes]
+    ) -> tuple[Reply, frozenset[int] | None]:
+        client.last_seen = time.monotonic()
+        try:
+            found = router.resolve(args)
+        except CommandError as exc:
+            return transactions.reject(client, args[0].lower(), exc), None
+        if isinstance(found, str):
+            client.last_cmd = found
+            if not client.authenticated:
+                return CommandError(errors.NOAUTH), None
+            return transactions.reject(client, args[0].lower(), unsupported(found)), None
+        client.last_cmd = found.name
+        if not client.authenticated and "no_auth" not in found.flags:
+            return CommandError(errors.NOAUTH), None
+        if not found.arity_ok(len(args)):
+            return transactions.reject(
+                client, args[0].lower(), errors.wrong_arity(found.name)
+            ), None
+        builtin = router.builtin_name(found)
+        tx = client.transaction
+        if tx is not None and builtin not in transactions.IMMEDIATE:
+            refusal = CommandError(errors.NOT_IN_MULTI) if "no_multi" in found.flags else None
+            return tx.queue(found, args, refusal), None
+        if builtin is not None:
+            return await self.builtins[builtin](client, args), None
+        return await self._run(found, args, client.session.lost)
+
+    async def _run(
+        self, cmd: Command, args: list[bytes], lost: asyncio.Future[None] | None = None
+    ) -> tuple[Reply, frozenset[int] | None]:
+        """A stream command: executed at once; a blocking read that found nothing waits for a
+        change of its keys and runs again.
+
+        The timeout counts from the first run (BLOCK 0: forever); a re-run uses the request's
+        resolved arguments (XREAD's `$` became the last ID of the first run). `lost` resolves when
+        the client disconnects: the wait ends at once and the command is not run again (an
+        XREADGROUP must not deliver entries to a client that is gone).
+        """
+        deadline: float | None = None
+        while True:
+            ran = self.backend.execute(cmd, args)
+            block = ran.block
+            if block is None or (ran.reply is not NULL_ARRAY and ran.reply is not None):
+                return ran.reply, ran.shards
+            if deadline is None:
+                deadline = (
+                    float("inf")
+                    if block.timeout_ms == 0
+                    else time.monotonic() + block.timeout_ms / 1000
+                )
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or (lost is not None and lost.done()):
+                return NULL_ARRAY, ran.shards
+            await self.backend.wait(block.keys, remaining, lost)
+            if lost is not None and lost.done():
+                return NULL_ARRAY, ran.shards
+            args = list(block.args)  # run again (a shard reloading now answers LOADING)
+
+    async def exec_transaction(self, client: Client, args: list[bytes]) -> Reply:
+        """EXEC: every queued command in one go (nothing awaits in between), so nothing of
+        another client or region comes in between, later commands see earlier writes, and the
+        ops of each shard land in one write batch. A blocking read answers at once as timed out,
+        as in Redis."""
+        try:
+            tx = transactions.take(client)
+        except CommandError as exc:
+            return exc
+        replies: list[Reply] = []
+        client.executing = len(tx.queued)
+        try:
+            for cmd, queued in tx.queued:
+                reply = await self._exec_one(client, cmd, queued)
+                self.stats.count(reply)
+                replies.append(reply)
+        finally:
+            client.executing = None
+        return replies
+
+    async def _exec_one(self, client: Client, cmd: Command, args: list[bytes]) -> Reply:
+        try:
+            builtin = router.builtin_name(cmd)
+            if builtin is not None:  # none of them awaits anything (no_multi)
+                return await self.builtins[builtin](client, args)
+            return self.backend.execute(cmd, args).reply
+        except Exception:  # one broken command must not lose the others' replies
+            log.exception("command %r inside EXEC failed", args[:1])
+            return CommandError("ERR internal error, see the node's log")

@@ -1,0 +1,91 @@
+"""The node's op log on Kafka: the region's topics on its own cluster, per shard a partition.
+
+Shard s of region r writes partition s of `r.oplog` and `r.local` through a transactional
+producer of its own (`streams.node.writer`), reads partition s of every op log on the cluster
+(`streams.node.materializer`) and keeps its snapshots in partition s of `r.snapshot`
+(`streams.node.snapshots`).
+"""
+
+from __future__ import annotations
+
+from streams.node import snapshots
+from streams.node.materializer import Materializer, RecordAt
+from streams.node.oplog import ReaderSpec, Snapshot
+from streams.node.writer import RegionWriter
+from topology.topics import ensure_topics, local_topic, oplog_topic, snapshot_topic
+
+
+class KafkaSnapshots:
+    def __init__(
+        self, bootstrap: str, topic: str, region_id: int, partition: int, shards: int
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.region_id = region_id
+        self.partition = partition
+        self.where = topic if shards == 1 else f"{topic} partition {partition}"
+
+    def load_newest(self) -> Snapshot | None:
+        return snapshots.load_newest(
+            self.bootstrap, self.topic, self.region_id, partition=self.partition
+        )
+
+    def publish(self, snapshot_id: str, data: bytes) -> None:
+        snapshots.publish(self.bootstrap, self.topic, snapshot_id, data, partition=self.partition)
+
+
+class KafkaLog:
+    def __init__(
+        self,
+        bootstrap: str,
+        region_name: str,
+        region_id: int,
+        shards: int = 1,
+        skip_records: frozenset[RecordAt] = frozenset(),
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.region_name = region_name
+        self.region_id = region_id
+        self.shards = shards
+        self.skip_records = skip_records
+        self.oplog_topic = oplog_topic(region_name)
+        self.local_topic = local_topic(region_name)
+        self.snapshot_topic = snapshot_topic(region_name)
+
+    def prepare(self) -> None:
+        ensure_topics(
+            self.bootstrap,
+            [self.oplog_topic, self.local_topic, self.snapshot_topic],
+            partitions=self.shards,
+        )
+
+    def writer(self, shard: int) -> RegionWriter:
+        return RegionWriter(
+            self.bootstrap,
+            self.region_name,
+            self.oplog_topic,
+            self.local_topic,
+            shard=shard,
+            shards=self.shards,
+        )
+
+    def reader(self, shard: int, spec: ReaderSpec) -> Materializer:
+        name = f"materializer-{self.region_name}"
+        return Materializer(
+            self.bootstrap,
+            self.local_topic,
+            spec.on_batch,
+            spec.on_error,
+            start_offsets=spec.start_offsets,
+            name=name if self.shards == 1 else f"{name}-s{shard}",
+            own_topics=frozenset()
+            if spec.read_own
+            else frozenset({self.oplog_topic, self.local_topic}),
+            skip_records=self.skip_records,
+            partition=shard,
+        )
+
+    def snapshots(self, shard: int) -> KafkaSnapshots:
+        return KafkaSnapshots(
+            self.bootstrap, self.snapshot_topic, self.region_id, shard, self.shards
+        )

@@ -1,0 +1,171 @@
+"""A shard's loading: boot from a snapshot and the logs' tails, and reload after a failed write.
+
+Boot reads the snapshot file given (`--snapshot`), else the newest complete snapshot in the
+shard's snapshot store, else nothing (a full replay), and then folds every op log from the
+snapshot's positions to its end (the reader reports "caught up"; `topology.kafka` says how that
+is decided); only then does the shard serve. A catch-up that does not finish within its timeout
+fails with the reader's account of every topic's position and end.
+
+A reload (after a write batch failed, `streams.node.writepath`) does the same with a new reader,
+while the shard answers LOADING; it is retried until it succeeds, since only the log can tell
+whether the failed batch landed. A reader's late batches reach the replica only while it is the
+current one: after a reload the old reader's leftovers are dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from streams.node.materializer import Batch
+from streams.node.oplog import Reader, ReaderSpec, Snapshot, SnapshotStore
+from streams.node.replica import Replica
+from streams.snapshot import read_snapshot
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CATCH_UP_TIMEOUT_S = 300.0
+RECOVERY_RETRY_S = 1.0
+CATCH_UP_POLL_S = 0.01
+
+
+class CatchUpTimeout(TimeoutError):
+    """The node could not read its op logs to their end in time; the text says how far it got."""
+
+
+ReaderFactory = Callable[[ReaderSpec], Reader]
+
+
+class Loader:
+    def __init__(
+        self,
+        name: str,
+        replica: Replica,
+        new_reader: ReaderFactory,
+        snapshots: SnapshotStore,
+        snapshot_file: str | None = None,
+        read_own: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """`read_own`: whether the reader must keep reading the region's own logs (this node was
+        fenced: another writer appends to them)."""
+        self.name = name
+        self.replica = replica
+        self._new_reader = new_reader
+        self.snapshots = snapshots
+        self.snapshot_file = snapshot_file
+        self._read_own = read_own
+        self.loading: str | None = "starting"
+        """Why the shard does not serve (yet); None once it does."""
+        self.fatal: str | None = None
+        """Why reading stopped for good (a record that does not decode, ...)."""
+        self.booted_from = "full replay of the logs"
+        self.boot_records = 0
+        self._generation = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.reader: Reader | None = None
+        """The current reader (made by each catch-up)."""
+
+    # --- boot and reload ------------------------------------------------------------------------
+
+    async def boot(self, timeout: float = DEFAULT_CATCH_UP_TIMEOUT_S) -> None:
+        """Read the snapshot and the logs to their end; raises `CatchUpTimeout` (with how far
+        each topic got) or RuntimeError (reading stopped)."""
+        self._loop = asyncio.get_running_loop()
+        booted = await self._loop.run_in_executor(None, self._read_snapshot)
+        await self._catch_up(timeout, booted)
+        self.loading = None
+
+    async def reload(self, why: str) -> None:
+        """Rebuild the state from the log (after a failed batch), retrying until it succeeds."""
+        self.loading = f"reloading after a failed write: {why}"
+        loop = asyncio.get_running_loop()
+        while True:
+            await self.stop()
+            self.fatal = None
+            self.booted_from = "full replay of the logs (reload after a failed write)"
+            try:
+                booted = await loop.run_in_executor(None, self._read_snapshot)
+                await self._catch_up(DEFAULT_CATCH_UP_TIMEOUT_S, booted)
+            except (CatchUpTimeout, RuntimeError) as exc:
+                log.warning("%s: reloading failed (%s); retrying", self.name, exc)
+                await asyncio.sleep(RECOVERY_RETRY_S)
+                continue
+            break
+        self.loading = None
+        self.replica.waiters.wake_all()
+        log.warning("%s: state reloaded from the log; serving again", self.name)
+
+    async def stop(self) -> None:
+        if self.reader is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.reader.stop)
+
+    # --- internals ------------------------------------------------------------------------------
+
+    def _make_reader(self, start: dict[str, int] | None) -> Reader:
+        """A reader whose batches reach the replica only while it is the current one."""
+        self._generation += 1
+        generation = self._generation
+
+        def on_batch(batch: Batch) -> None:
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(self._deliver, generation, batch)
+
+        return self._new_reader(ReaderSpec(on_batch, self._on_error, start, self._read_own()))
+
+    def _deliver(self, generation: int, batch: Batch) -> None:
+        if generation == self._generation:
+            self.replica.feed(batch)
+
+    def _on_error(self, exc: Exception) -> None:
+        """In the reader's thread: reading stopped for good."""
+        self.fatal = str(exc)
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(log.error, "%s: reading stopped: %s", self.name, exc)
+
+    def _read_snapshot(self) -> Snapshot | None:
+        """The state and positions to boot from: the snapshot file given, else the newest
+        complete snapshot in the store (older ones if it does not read back), else None."""
+        if self.snapshot_file is None:
+            found = self.snapshots.load_newest()
+            if found is not None:
+                self.booted_from = f"snapshot {found[0]} from {self.snapshots.where}"
+            return found
+        with open(self.snapshot_file, "rb") as fp:
+            region, positions, _meta = read_snapshot(fp)
+        if region.id != self.replica.region_id:
+            raise ValueError(
+                f"{self.snapshot_file} is a snapshot of region id {region.id}, not of "
+                f"{self.name} (id {self.replica.region_id})"
+            )
+        self.booted_from = f"snapshot file {self.snapshot_file}"
+        return self.snapshot_file, region, positions
+
+    async def _catch_up(self, timeout: float, booted: Snapshot | None) -> None:
+        """Fold every log from the start (or from a snapshot's positions) to its end. The reader
+        reads `.local` first, so the fold knows each local op before the replicated ops after
+        it and applies it on exactly the state it was made on."""
+        if booted is None:
+            self.replica.reset()
+            start = None
+        else:
+            _id, region, positions = booted
+            self.replica.reset(region, positions)
+            start = {topic: offset for (topic, _p), offset in positions.items()}
+        reader = self.reader = self._make_reader(start)
+        reader.start()
+        deadline = time.monotonic() + timeout
+        while not reader.caught_up.is_set():
+            if self.fatal:
+                raise RuntimeError(self.fatal)
+            if time.monotonic() > deadline:
+                raise CatchUpTimeout(
+                    f"{self.name}: did not catch up with the op logs within "
+                    f"{timeout:g} s (--catch-up-timeout): "
+                    f"{reader.records_read} records read, {reader.progress()}"
+                )
+            await asyncio.sleep(CATCH_UP_POLL_S)
+        await asyncio.sleep(0)  # batches handed over before "caught up" was set are applied now
+        self.replica.go_live()
+        self.boot_records = reader.records_read

@@ -1,0 +1,92 @@
+"""An in-memory op log for a node in tests and tools that need no broker.
+
+Appends are acknowledged at once and kept in `appends`; readers find nothing to read and are
+caught up at once; snapshots are kept in memory. It is not durable and holds one region: a node
+on it behaves as a one-region database whose log never fails (unless `fail_next` says so), which
+is what the unit tests of the request pipeline and `scripts/request_corpus.py` need.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from streams.crdt import ops
+from streams.node.oplog import ReaderSpec, Snapshot
+from streams.node.writer import WriterError
+
+
+class MemoryWriter:
+    def __init__(self, partition: int) -> None:
+        self.partition = partition
+        self.fenced = False
+        self.fail_next = 0
+        self.next_offsets: dict[str, int] = {}
+        self.appends: list[tuple[list[ops.Op], list[ops.LocalOp]]] = []
+
+    def start(self) -> None:
+        pass
+
+    async def append(self, replicated: Sequence[ops.Op], local: Sequence[ops.LocalOp]) -> None:
+        if self.fail_next > 0:
+            self.fail_next -= 1
+            raise WriterError("the op log did not acknowledge the write: injected fault")
+        self.appends.append((list(replicated), list(local)))
+
+    def close(self) -> None:
+        pass
+
+
+class MemoryReader:
+    def __init__(self) -> None:
+        self.caught_up = threading.Event()
+        self.caught_up.set()
+        self.records_read = 0
+        self.records_skipped = 0
+        self.positions: dict[str, int] = {}
+        self.own_positions: dict[str, int] = {}
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def wake(self) -> None:
+        pass
+
+    def progress(self) -> str:
+        return ""
+
+
+class MemorySnapshots:
+    where = "memory"
+
+    def __init__(self) -> None:
+        self.published: list[tuple[str, bytes]] = []
+
+    def load_newest(self) -> Snapshot | None:
+        return None
+
+    def publish(self, snapshot_id: str, data: bytes) -> None:
+        self.published.append((snapshot_id, data))
+
+
+class MemoryLog:
+    def __init__(self, region_name: str = "r1") -> None:
+        self.oplog_topic = f"{region_name}.oplog"
+        self.local_topic = f"{region_name}.local"
+        self.writers: dict[int, MemoryWriter] = {}
+        self.stores: dict[int, MemorySnapshots] = {}
+
+    def prepare(self) -> None:
+        pass
+
+    def writer(self, shard: int) -> MemoryWriter:
+        return self.writers.setdefault(shard, MemoryWriter(shard))
+
+    def reader(self, shard: int, spec: ReaderSpec) -> MemoryReader:
+        return MemoryReader()
+
+    def snapshots(self, shard: int) -> MemorySnapshots:
+        return self.stores.setdefault(shard, MemorySnapshots())

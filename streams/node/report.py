@@ -1,0 +1,246 @@
+"""What a node says about itself: CRDT.INFO's fields and INFO's sections.
+
+INFO follows Redis 7.0's section order and field names where they apply (the replication section
+also carries each other region's applied seq and lag); CRDT.INFO is the node's own account:
+region, ID mode, applied vector, ops waiting, lag per origin, how it booted, snapshots, faults.
+With several shards on a node, the node-wide fields add the shards' figures up and a `shard<i>`
+field per shard gives that shard's own.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from streams.node import info
+from streams.node.clients import Clients
+from streams.node.clock import NodeClock
+from streams.node.oplog import OpLog
+from streams.node.shard import Shard
+from streams.node.shards import ShardSet
+from streams.node.waiters import Waiters
+
+Fields = dict[str, object]
+
+
+@dataclass
+class Report:
+    region_name: str
+    region_id: int
+    id_mode: str
+    port: int
+    names: dict[int, str]
+    shards: ShardSet
+    log: OpLog
+    clients: Clients
+    waiters: Waiters
+    stats: info.Stats
+    clock: NodeClock
+    started: float
+    run_id: str
+
+    def _name(self, origin: int) -> str:
+        return self.names.get(origin, f"r{origin}")
+
+    def _vector_text(self, vector: dict[int, int]) -> str:
+        return " ".join(f"{self._name(o)}={s}" for o, s in sorted(vector.items()))
+
+    def _newest(self) -> dict[int, int]:
+        """Per origin region, the origin time of the newest op applied live, over the shards."""
+        newest: dict[int, int] = {}
+        for shard in self.shards.shards:
+            for origin, ts in shard.replica.last_ts.items():
+                newest[origin] = max(newest.get(origin, ts), ts)
+        return newest
+
+    def _lag(self) -> dict[str, int]:
+        now = self.clock.now_ms()
+        return {
+            self._name(o): max(0, now - ts)
+            for o, ts in sorted(self._newest().items())
+            if o != self.region_id
+        }
+
+    # --- CRDT.INFO ------------------------------------------------------------------------------
+
+    def crdt_info(self) -> Fields:
+        shards = self.shards.shards
+        single = shards[0] if len(shards) == 1 else None
+        lag = self._lag()
+        fields: Fields = {
+            "region": self.region_name,
+            "region_id": self.region_id,
+            "id_mode": self.id_mode,
+            "vector": self._vector_text(self.shards.vector()),
+            "waiting_ops": sum(s.replica.region.causal.waiting for s in shards),
+            "ms_since_last_op": " ".join(f"{k}={v}" for k, v in lag.items()),
+            "local_seq": sum(s.replica.region.local_seq for s in shards),
+            "booted_from": single.loader.booted_from
+            if single
+            else "; ".join(sorted({s.loader.booted_from for s in shards})),
+            "snapshots_taken": sum(s.snapshotter.taken for s in shards),
+            "tombstones_collected": sum(s.tombstones_collected for s in shards),
+            "last_snapshot": single.snapshotter.last
+            if single
+            else " ".join(f"{s.index}:{s.snapshotter.last}" for s in shards if s.snapshotter.last),
+            "last_snapshot_pause_ms": round(max(s.snapshotter.last_pause_ms for s in shards), 2),
+            "boot_records_read": sum(s.loader.boot_records for s in shards),
+            "write_fault": _first(s.write_fault for s in shards),
+            "materializer_error": _first(s.loader.fatal for s in shards),
+            "records_skipped": sum(
+                s.loader.reader.records_skipped for s in shards if s.loader.reader is not None
+            ),
+            "topics": " ".join(self._topics(shards)),
+            "blocked_clients": len(self.waiters),
+        }
+        if single is None:
+            fields["shards"] = f"{len(shards)} of {self.shards.total}"
+            for shard in shards:
+                fields[f"shard{shard.index}"] = self._shard_line(shard)
+        return fields
+
+    def _topics(self, shards: list[Shard]) -> list[str]:
+        out: list[str] = []
+        for shard in shards:
+            reader = shard.loader.reader
+            if reader is None:
+                continue
+            where = "" if self.shards.total == 1 else f"/{shard.index}"
+            out += [f"{t}{where}@{p}" for t, p in sorted(reader.positions.items())]
+        return out
+
+    def _shard_line(self, shard: Shard) -> str:
+        region = shard.replica.region
+        return ",".join(
+            [
+                f"vector={self._vector_text(region.vector).replace(' ', ';')}",
+                f"waiting_ops={region.causal.waiting}",
+                f"local_seq={region.local_seq}",
+                f"loading={int(shard.loading is not None)}",
+                f"write_batches={shard.writepath.batches}",
+                f"write_batch_ops={shard.writepath.ops}",
+                f"last_snapshot={shard.snapshotter.last}",
+            ]
+        )
+
+    # --- INFO -----------------------------------------------------------------------------------
+
+    def write_refused(self) -> bool:
+        return any(s.write_refusal() is not None for s in self.shards.shards)
+
+    def info_sections(self) -> dict[str, Fields]:
+        """INFO's sections, in Redis's order, with Redis's field names where they apply."""
+        shards = self.shards.shards
+        keys = sum(1 for s in shards for _ in s.replica.region.state.existing_keys())
+        rss = info.rss_bytes()
+        peak = max(rss, info.peak_rss_bytes())
+        cpu = os.times()
+        vector = self.shards.vector()
+        return {
+            "server": info.server_section(self.port, self.started, self.run_id),
+            "clients": {
+                "connected_clients": len(self.clients.live()),
+                "cluster_connections": 0,
+                "maxclients": 10000,
+                "client_recent_max_input_buffer": 0,
+                "client_recent_max_output_buffer": 0,
+                "blocked_clients": len(self.waiters),
+                "tracking_clients": 0,
+                "clients_in_timeout_table": 0,
+            },
+            "memory": {
+                "used_memory": rss,
+                "used_memory_human": info.human_bytes(rss),
+                "used_memory_rss": rss,
+                "used_memory_rss_human": info.human_bytes(rss),
+                "used_memory_peak": peak,
+                "used_memory_peak_human": info.human_bytes(peak),
+                "maxmemory": 0,
+                "maxmemory_human": "0B",
+                "maxmemory_policy": "noeviction",
+                "mem_allocator": "libc",
+            },
+            "persistence": {
+                "loading": int(any(s.loading is not None for s in shards)),
+                "async_loading": 0,
+                "rdb_changes_since_last_save": 0,
+                "rdb_bgsave_in_progress": 0,
+                "rdb_last_save_time": int(self.started),
+                "rdb_last_bgsave_status": "ok",
+                "aof_enabled": 0,
+                "aof_rewrite_in_progress": 0,
+                "aof_last_write_status": "err" if self.write_refused() else "ok",
+                "crdt_oplog": self.log.oplog_topic,
+                "crdt_local_log": self.log.local_topic,
+                "crdt_write_batches": sum(s.writepath.batches for s in shards),
+                "crdt_write_batch_ops": sum(s.writepath.ops for s in shards),
+            },
+            "stats": {
+                "total_connections_received": self.stats.connections,
+                "total_commands_processed": self.stats.commands,
+                "instantaneous_ops_per_sec": 0,
+                "rejected_connections": 0,
+                "expired_keys": 0,
+                "evicted_keys": 0,
+                "keyspace_hits": 0,
+                "keyspace_misses": 0,
+                "pubsub_channels": 0,
+                "pubsub_patterns": 0,
+                "unexpected_error_replies": 0,
+                "total_error_replies": sum(self.stats.errors.values()),
+            },
+            "replication": self._replication(vector),
+            "cpu": {
+                "used_cpu_sys": f"{cpu.system:.6f}",
+                "used_cpu_user": f"{cpu.user:.6f}",
+                "used_cpu_sys_children": f"{cpu.children_system:.6f}",
+                "used_cpu_user_children": f"{cpu.children_user:.6f}",
+            },
+            "modules": {},
+            "errorstats": {
+                f"errorstat_{code}": f"count={n}" for code, n in sorted(self.stats.errors.items())
+            },
+            "cluster": {"cluster_enabled": 0},
+            "keyspace": {"db0": f"keys={keys},expires=0,avg_ttl=0"} if keys else {},
+        }
+
+    def _replication(self, vector: dict[int, int]) -> Fields:
+        shards = self.shards.shards
+        now = self.clock.now_ms()
+        replication: Fields = {
+            "role": "master",
+            "connected_slaves": 0,
+            "master_failover_state": "no-failover",
+            "master_replid": self.run_id,
+            "master_replid2": "0" * 40,
+            "master_repl_offset": vector.get(self.region_id, 0),
+            "second_repl_offset": -1,
+            "repl_backlog_active": 0,
+            "crdt_region": self.region_name,
+            "crdt_region_id": self.region_id,
+            "crdt_id_mode": self.id_mode,
+            "crdt_vector": self._vector_text(vector),
+            "crdt_waiting_ops": sum(s.replica.region.causal.waiting for s in shards),
+            "crdt_write_fault": _first(s.write_fault for s in shards)
+            or _first(s.loader.fatal for s in shards),
+        }
+        newest = self._newest()
+        peers = [r for r in sorted(self.names) if r != self.region_id]
+        replication["crdt_peers"] = len(peers)
+        for i, origin in enumerate(peers):
+            seen = newest.get(origin)
+            replication[f"crdt_peer{i}"] = (
+                f"region={self.names[origin]},id={origin},"
+                f"applied_seq={vector.get(origin, 0)},"
+                f"ms_since_last_op={-1 if seen is None else max(0, now - seen)}"
+            )
+        return replication
+
+
+def _first(values: Any) -> str:
+    """The first non-empty text among `values`, else ''."""
+    for value in values:
+        if value:
+            return str(value)
+    return ""

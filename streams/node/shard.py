@@ -1,0 +1,183 @@
+"""One shard of a region on this node: a whole replicated state machine with its own log.
+
+A shard owns a contiguous range of hash slots (`streams.slots`); its ops go to its own partition
+of the region's logs, numbered by its own counter, with its own causal context, tombstones and
+snapshots, written by its own transactional writer (so fencing is per shard) through its own
+group commit. Shards never need each other: every rule of the seeds is per key, and a key lives
+in one shard.
+
+The parts: `Replica` (the state and how records become state), the writer and `WritePath`
+(group commit), `Loader` (boot, catch-up, reload after a failed batch), `Snapshotter`. This
+class wires them and keeps the shard's health: whether it serves (LOADING otherwise) and whether
+it accepts writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+from streams import errors
+from streams.crdt import ops
+from streams.errors import CommandError
+from streams.ids import IdMode
+from streams.node.clock import NodeClock
+from streams.node.loader import DEFAULT_CATCH_UP_TIMEOUT_S, Loader
+from streams.node.oplog import OpLog
+from streams.node.replica import Replica
+from streams.node.snapshotter import Pause, SnapshotPolicy, Snapshotter
+from streams.node.tasks import Tasks
+from streams.node.waiters import Waiters
+from streams.node.writepath import Outcome, WriteBatch, WritePath
+from streams.node.writer import WriterError
+
+log = logging.getLogger(__name__)
+
+TOMBSTONE_GC_S = 5.0
+"""How often DEL / XGROUP DESTROY tombstones that every region has applied are dropped."""
+STOP_TIMEOUT_S = 15.0
+
+LOADING = CommandError(errors.LOADING)
+
+
+@dataclass(frozen=True)
+class ShardSetup:
+    """What every shard of a node shares."""
+
+    region_name: str
+    region_id: int
+    mode: IdMode
+    regions: tuple[int, ...]
+    """Every region id of the topology (tombstone collection needs them all)."""
+    log: OpLog
+    waiters: Waiters
+    clock: NodeClock
+    pause: Pause
+    policy: SnapshotPolicy
+    snapshot_file: str | None = None
+    shards: int = 1
+
+
+class Shard:
+    def __init__(self, index: int, setup: ShardSetup) -> None:
+        self.index = index
+        self.setup = setup
+        self.name = setup.region_name if setup.shards == 1 else f"{setup.region_name}/{index}"
+        self.replica = Replica(setup.region_id, setup.mode, setup.waiters)
+        self.writer = setup.log.writer(index)
+        self.writepath = WritePath(self.writer, self._committed, self._failed)
+        self.loader = Loader(
+            self.name,
+            self.replica,
+            lambda spec: setup.log.reader(index, spec),
+            setup.log.snapshots(index),
+            setup.snapshot_file,
+            read_own=lambda: self.writer.fenced,
+        )
+        self.snapshotter = Snapshotter(
+            self.name,
+            setup.region_name,
+            self.replica,
+            self.writer,
+            self.writepath,
+            self.loader,
+            setup.log.snapshots(index),
+            setup.clock.now_ms,
+            setup.pause,
+            setup.policy,
+        )
+        self.write_fault: str | None = None
+        self.tombstones_collected = 0
+        self._next_gc = time.monotonic() + TOMBSTONE_GC_S
+        self._tasks = Tasks()
+
+    # --- life cycle -----------------------------------------------------------------------------
+
+    async def start(self, catch_up_timeout: float = DEFAULT_CATCH_UP_TIMEOUT_S) -> None:
+        """Register the writer (fencing any older one of this shard), load, then commit."""
+        await asyncio.get_running_loop().run_in_executor(None, self.writer.start)
+        await self.loader.boot(catch_up_timeout)
+        self.snapshotter.restart_schedule()
+        self.writepath.start()
+
+    async def stop(self) -> None:
+        try:
+            await asyncio.wait_for(self.writepath.stop(), STOP_TIMEOUT_S)
+        except (TimeoutError, WriterError):
+            pass
+        self._tasks.cancel_all()
+        await self.loader.stop()
+        await asyncio.get_running_loop().run_in_executor(None, self.writer.close)
+
+    # --- health ---------------------------------------------------------------------------------
+
+    @property
+    def loading(self) -> str | None:
+        return self.loader.loading
+
+    def read_refusal(self) -> CommandError | None:
+        return LOADING if self.loader.loading is not None else None
+
+    def write_refusal(self) -> CommandError | None:
+        if self.writer.fenced:
+            return CommandError(f"ERR {self.write_fault or 'this region writer was fenced'}")
+        if self.loader.loading is not None:
+            return LOADING
+        if self.write_fault is not None:
+            return CommandError(f"ERR writes refused: {self.write_fault}")
+        if self.loader.fatal is not None:
+            return CommandError(f"ERR writes refused: {self.loader.fatal}")
+        return None
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def issue(self, bodies: list[ops.Body], now_ms: int) -> None:
+        """Apply one command's ops now and put them in the open batch (the caller checked
+        `write_refusal` when they include replicated ops and holds the reply)."""
+        replicated, local = self.replica.issue(bodies, now_ms)
+        self.writepath.add(replicated, local)
+
+    def pending(self) -> Outcome | None:
+        return self.writepath.pending()
+
+    def flush_ack_effects(self) -> int:
+        """Issue the consecutive-XACK effects held back for coalescing into the open batch."""
+        if self.write_refusal() is not None:
+            return 0
+        prepared = self.replica.ack_effects(self.setup.clock.now_ms())
+        if prepared:
+            self.writepath.add(prepared, [])
+        return len(prepared)
+
+    def _committed(self, batch: WriteBatch) -> None:
+        self.replica.committed(batch.replicated)
+
+    def _failed(self, exc: WriterError) -> None:
+        """A batch did not commit: the state may hold ops the log does not. Serve nothing until
+        it was rebuilt from the log (the log decides whether the failed batch landed)."""
+        self.write_fault = str(exc)
+        log.error("%s: a write batch failed (%s): reloading the state from the log", self.name, exc)
+        if self.loader.loading is None:
+            self.loader.loading = f"reloading after a failed write: {exc}"
+            self._tasks.spawn(self._reload(str(exc)))
+
+    async def _reload(self, why: str) -> None:
+        await self.loader.reload(why)
+        self.snapshotter.restart_schedule()
+        if not self.writer.fenced:
+            self.write_fault = None
+
+    # --- background work -----------------------------------------------------------------------
+
+    def housekeep(self) -> None:
+        """Called every ack-flush interval: coalesced XACK effects, tombstones, snapshots."""
+        self.flush_ack_effects()
+        if time.monotonic() >= self._next_gc and self.loader.loading is None:
+            self._next_gc = time.monotonic() + TOMBSTONE_GC_S
+            self.tombstones_collected += self.replica.region.collect_tombstones(
+                list(self.setup.regions)
+            )
+        if self.snapshotter.due():
+            self._tasks.spawn(self.snapshotter.take())

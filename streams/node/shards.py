@@ -1,0 +1,167 @@
+"""The shards a node serves, as one keyspace: the request pipeline's backend on a live node.
+
+A command runs against the shards of the keys it names (`streams.commands.keyspec`): one shard's
+state when its keys all live there (the common case), else every involved shard's state seen as
+one (`streams.crdt.keyspace.Sharded`); a command with no key (KEYS, SCAN, DBSIZE, FLUSHALL,
+CRDT.DIGEST) reads every shard of the node. Its ops are split by key and issued on their own
+shards (each shard's ops in that shard's open batch), after every involved shard agreed to take
+writes, so a write is refused as a whole or issued as a whole. The reply is held until the
+pending batches of the involved shards are committed.
+
+Across shards a command is isolated (it runs on the event loop without a pause, so nothing else
+comes in between in this region) but not atomic in the log: each shard commits its part in its
+own transaction, and other regions may apply the parts at different moments. With one shard
+(the default) every command is what it always was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+
+from streams import slots
+from streams.commands.base import Command, Context
+from streams.commands.keyspec import command_keys
+from streams.commands.table import run
+from streams.crdt import ops
+from streams.crdt.keyspace import Sharded
+from streams.errors import CommandError
+from streams.node.clock import NodeClock
+from streams.node.dispatch import Ran
+from streams.node.shard import Shard
+from streams.node.snapshotter import Pause
+from streams.node.waiters import Waiters
+from streams.node.writepath import Outcome
+from streams.reply import Reply
+from streams.resp.server import Held
+
+
+class ShardSet:
+    def __init__(
+        self,
+        shards: Sequence[Shard],
+        total: int,
+        clock: NodeClock,
+        names: dict[int, str],
+        waiters: Waiters,
+        pause: Pause,
+    ) -> None:
+        """`shards`: the ones this node serves, of `total` shards in the database."""
+        self.shards = list(shards)
+        self.by_index = {s.index: s for s in self.shards}
+        self.total = total
+        self.clock = clock
+        self.names = names
+        self.waiters = waiters
+        self.pause = pause
+        self._all = frozenset(self.by_index)
+
+    def shard_of(self, key: bytes) -> int:
+        return slots.shard_of(key, self.total)
+
+    def involved(self, cmd: Command, args: list[bytes]) -> frozenset[int]:
+        """The shards of the keys a request names; every shard of the node for a command
+        without keys."""
+        if self.total == 1:
+            return self._all
+        found = frozenset(self.shard_of(k) for k in command_keys(cmd.name, args))
+        return found or self._all
+
+    # --- Backend --------------------------------------------------------------------------------
+
+    async def paused(self) -> None:
+        await self.pause.wait()
+
+    def execute(self, cmd: Command, args: list[bytes]) -> Ran:
+        involved = self.involved(cmd, args)
+        shards = [self.by_index[i] for i in sorted(involved)]
+        for shard in shards:
+            refused = shard.read_refusal()
+            if refused is not None:
+                return Ran(refused, None, involved)
+        ctx = self.context(shards)
+        result = run(cmd, ctx, args)
+        effects = result.effects
+        if effects:
+            refused = self._issue(effects, ctx.now_ms)
+            if refused is not None:
+                return Ran(refused, None, involved)
+        return Ran(result.reply, result.block, involved)
+
+    def hold(self, reply: Reply, shards: frozenset[int] | None) -> Reply | Held:
+        chosen = self.shards if shards is None else [self.by_index[i] for i in sorted(shards)]
+        pending = [o for o in (s.pending() for s in chosen) if o is not None]
+        if not pending:
+            return reply
+        return Held(reply, pending[0] if len(pending) == 1 else _all_of(pending))
+
+    async def wait(
+        self, keys: Iterable[bytes], timeout: float, lost: asyncio.Future[None] | None
+    ) -> None:
+        await self.waiters.wait(keys, timeout, lost)
+
+    # --- the state ------------------------------------------------------------------------------
+
+    def context(self, shards: Sequence[Shard]) -> Context:
+        """What a command reads: one shard's state, or several shards' as one."""
+        now = self.clock.now_ms()
+        if len(shards) == 1:
+            return shards[0].replica.context(now, self.names)
+        first = shards[0].replica.region
+        return Context(
+            Sharded({s.index: s.replica.region.state for s in shards}, self.shard_of),
+            first.id,
+            first.mode,
+            now,
+            self.vector(shards),
+            self.names,
+        )
+
+    def vector(self, shards: Sequence[Shard] | None = None) -> dict[int, int]:
+        """Per origin region, the ops applied summed over `shards` (all of the node's)."""
+        total: dict[int, int] = {}
+        for shard in self.shards if shards is None else shards:
+            for origin, seq in shard.replica.region.causal.applied.items():
+                total[origin] = total.get(origin, 0) + seq
+        return total
+
+    def _issue(self, effects: list[ops.Body], now_ms: int) -> CommandError | None:
+        """Issue a command's ops on their shards, or refuse them all."""
+        if len(self.shards) == 1:
+            by_shard = {self.shards[0].index: effects}
+        else:
+            by_shard = {}
+            for body in effects:
+                by_shard.setdefault(self.shard_of(body.key), []).append(body)
+        for index, bodies in by_shard.items():
+            if any(ops.is_replicated(b) for b in bodies):
+                refused = self.by_index[index].write_refusal()
+                if refused is not None:
+                    return refused
+        for index, bodies in by_shard.items():
+            self.by_index[index].issue(bodies, now_ms)
+        return None
+
+
+def _all_of(outcomes: list[Outcome]) -> Outcome:
+    """An outcome that fails as soon as one of `outcomes` fails, else succeeds once all did."""
+    combined: Outcome = asyncio.get_running_loop().create_future()
+    remaining = len(outcomes)
+
+    def done(outcome: Outcome) -> None:
+        nonlocal remaining
+        remaining -= 1
+        if combined.done():
+            return
+        if outcome.cancelled():
+            combined.cancel()
+            return
+        failure = outcome.result()
+        if failure is not None:
+            combined.set_result(failure)
+        elif remaining == 0:
+            combined.set_result(None)
+
+    for outcome in outcomes:
+        outcome.add_done_callback(done)
+    return combined
