@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from streams import errors
 from streams.commands import catalogue
 from streams.commands.catalogue import Spec
-from streams.crdt.ops import Body, Fields
 from streams.crdt.keyspace import Keyspace
+from streams.crdt.ops import Body, Fields
 from streams.errors import CommandError
 from streams.ids import IdMode, StreamID, format_id
 from streams.numbers import string2ll

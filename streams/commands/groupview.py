@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator
 from sortedcontainers import SortedDict, SortedSet
 
 from streams.crdt.groups import Group, PelKey
-from streams.crdt.ops import EntryRef, Fields, OriginIds
 from streams.crdt.keyspace import Keyspace
+from streams.crdt.ops import EntryRef, Fields, OriginIds
 from streams.crdt.state import KeyState
 from streams.ids import MIN_ID, StreamID
 from streams.reply import Reply, Status

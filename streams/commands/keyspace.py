@@ -25,8 +25,8 @@ from streams import errors
 from streams.commands.base import Command, Context, Result, command, eq, parse_int
 from streams.commands.glob import Pattern
 from streams.crdt import ops
-from streams.crdt.ops import Body
 from streams.crdt.keyspace import Keyspace
+from streams.crdt.ops import Body
 from streams.errors import CommandError
 from streams.ids import MAX_ID, MIN_ID
 from streams.reply import OK, Reply
