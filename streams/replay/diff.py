@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from streams.crdt import ops
+from streams.crdt.fold import Applied, Fold
 from streams.crdt.region import Region
 from streams.ops.codec import decode
 from streams.replay import reader
 from streams.replay.describe import key_digests, text
-from streams.crdt.fold import Applied, Fold
 from streams.replay.run import Request, replay
 
 Partition = tuple[str, int]

@@ -20,12 +20,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from streams.crdt import ops
+from streams.crdt.fold import Applied, Partition, Record
 from streams.crdt.groups import Group, pel_ref
 from streams.crdt.region import Region
 from streams.crdt.state import KeyState
 from streams.ids import MAX_ID, MIN_ID, IdMode, StreamID
 from streams.replay.describe import SCHEMA_VERSION, record_view, sid, text
-from streams.crdt.fold import Applied, Partition, Record
 from streams.replay.run import Replayed, Request, replay
 
 EntryKey = tuple[StreamID, int]

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from streams.crdt import ops
+from streams.crdt.fold import Fold, Observer, Record
 from streams.crdt.region import Region
 from streams.ids import IdMode
 from streams.ops.codec import DecodeError, decode
 from streams.replay import reader
 from streams.replay.describe import SCHEMA_VERSION
-from streams.crdt.fold import Fold, Observer, Record
 from streams.replay.positions import PositionError, parse_offsets, parse_time, resolve_at
 from streams.snapshot import read_snapshot
 from topology.topics import LOCAL_SUFFIX, OPLOG_SUFFIX
