@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypeVar
 
-from streams import errors
 from streams.commands import table as stream_commands
 from streams.commands.base import Command, command, container
-from streams.commands.catalogue import is_redis_command
+from streams.commands.table import Found
 
 
 def _container(name: str, subs: str) -> Command:
@@ -50,32 +49,11 @@ def _table() -> dict[str, Command]:
 
 TABLE: dict[str, Command] = _table()
 
-Found = Command | str
-"""A row of `TABLE`, or the name (`a|b` for a subcommand) of a Redis 7 command we do not
-implement (answered with `catalogue.unsupported`)."""
-
-
 def resolve(args: list[bytes]) -> Found:
-    """The command (or subcommand) `args` names, as Redis's lookupCommand finds it.
-
-    Raises Redis's unknown command / unknown subcommand error for a name in no Redis 7 command.
-    Arity is not checked here: Redis checks it after authentication (`Command.arity_ok`).
-    """
-    name = args[0].lower().decode("utf-8", "replace")
-    cmd = TABLE.get(name)
-    if cmd is None:
-        if is_redis_command(name):
-            return name
-        raise errors.unknown_command(args[0], args[1:])
-    if cmd.subcommands is None or len(args) < 2:
-        return cmd  # a container without its subcommand fails its arity check
-    sub_name = args[1].lower().decode("utf-8", "replace")
-    sub = cmd.subcommands.get(sub_name)
-    if sub is not None:
-        return sub
-    if is_redis_command(f"{name}|{sub_name}"):
-        return f"{name}|{sub_name}"
-    raise errors.unknown_subcommand(cmd.name, args[1])
+    """The command (or subcommand) `args` names in the node's table, as Redis's lookupCommand
+    finds it (`streams.commands.table.resolve`): a row, or the name of a Redis command we do not
+    implement. Raises Redis's unknown command / subcommand error."""
+    return stream_commands.resolve(args, TABLE)
 
 
 def by_name(name: bytes) -> Command | None:
