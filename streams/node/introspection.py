@@ -11,6 +11,7 @@ from __future__ import annotations
 from streams import errors
 from streams.commands.base import Command
 from streams.commands.glob import Pattern
+from streams.commands.keyspec import getkeys
 from streams.errors import CommandError
 from streams.node import router
 from streams.reply import Map, Reply, Status
@@ -130,24 +131,11 @@ def _command_list(args: list[bytes], cmds: list[Command]) -> Reply:
 
 
 def _getkeys(full: list[bytes]) -> Reply:
+    """COMMAND GETKEYS: the keys as Redis's key specs find them (`keyspec.getkeys`), which is what
+    redis-py's RedisCluster routes XREAD / XREADGROUP by."""
     try:
         cmd = router.resolve(full)
     except CommandError:
         raise CommandError(errors.GETKEYS_INVALID_COMMAND) from None
-    if isinstance(cmd, str):
-        raise CommandError(errors.GETKEYS_INVALID_COMMAND)
-    if not cmd.arity_ok(len(full)):
-        raise CommandError(errors.GETKEYS_INVALID_ARITY)
-    keys: list[Reply] = []
-    if cmd.name in ("xread", "xreadgroup"):
-        lowered = [a.lower() for a in full]
-        if b"streams" in lowered:
-            start = lowered.index(b"streams") + 1
-            keys = list(full[start : start + (len(full) - start) // 2])
-    elif cmd.spec.keys[0] > 0:
-        first, last, step = cmd.spec.keys
-        last = last if last >= 0 else len(full) + last
-        keys = list(full[first : last + 1 : max(step, 1)])
-    if not keys:
-        raise CommandError(errors.GETKEYS_NO_KEYS)
-    return keys
+    name = cmd if isinstance(cmd, str) else cmd.name
+    return list[Reply](getkeys(name, full))
