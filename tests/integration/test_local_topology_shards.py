@@ -20,7 +20,6 @@ from topology.local import LocalTopology, TopologyError
 from topology.mm2 import EXAMPLE_TOPOLOGY
 
 
-
 @cache
 def node_takes_node_option() -> bool:
     """Whether this build's node runs one node of several (`--node K`)."""

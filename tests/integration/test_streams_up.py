@@ -19,7 +19,6 @@ import redis
 from topology.mm2 import EXAMPLE_TOPOLOGY
 
 
-
 def streams(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "streams.cli", *args],

@@ -16,7 +16,6 @@ from topology.broker import EmbeddedBroker
 from topology.topics import TopicError, ensure_topics
 
 
-
 @pytest.fixture(scope="module")
 def bootstrap() -> Iterator[str]:
     broker = EmbeddedBroker("topics-partitions")
