@@ -32,7 +32,6 @@ from faults.workload import (
 )
 from topology.local import LocalTopology
 
-
 RATE = 40.0
 """Requests a second per region (three regions)."""
 DEAD_S = 1.0
