@@ -11,6 +11,9 @@ differ between runs (uptime, pid, run id, memory and CPU figures) are masked.
     python scripts/request_corpus.py out.txt     # then diff two recordings
 
 Compare a recording made before a change with one made after: they must be identical.
+tests/unit/test_request_corpus.py compares every run with the recording kept in
+tests/unit/data/request_corpus.txt; a deliberate change of a reply is recorded anew with
+`python scripts/request_corpus.py tests/unit/data/request_corpus.txt`.
 """
 
 from __future__ import annotations
@@ -91,7 +94,8 @@ def corpus() -> Iterator[list[bytes]]:
         "MULTI", "XADD m 3 f v", "EXEC extra",
         "MULTI", "CRDT.FLUSH", "EXEC",
         "MULTI", "XREAD BLOCK 100 STREAMS m $", "EXEC",
-        "CRDT.VECTOR", "CRDT.DIGEST", "CRDT.INFO", "CRDT.FLUSH", "CRDT.CLOCK", "CRDT.CLOCK 5",
+        "CLUSTER INFO", "CLUSTER SLOTS", "CLUSTER", "READONLY", "READWRITE", "ASKING",
+        "CRDT.SHARDS", "CRDT.VECTOR", "CRDT.DIGEST", "CRDT.INFO", "CRDT.FLUSH", "CRDT.CLOCK", "CRDT.CLOCK 5",
         "CRDT.FAULT APPEND 1", "CRDT.SNAPSHOT x",
         "HELLO 4", "HELLO x", "HELLO 2 AUTH a b", "HELLO", "HELLO 2 SETNAME n1", "CLIENT GETNAME",
         "RESET", "QUIT",

@@ -308,14 +308,16 @@ class LocalTopology:
                 time.sleep(0.005)
 
     def vector(self, i: int) -> dict[str, int]:
-        """Region i's applied seq per origin region: the sum over its nodes of each node's
-        CRDT.VECTOR (a node reports, per origin, the sum over its shards)."""
+        """Region i's applied ops per origin region, summed over its shards: what CRDT.VECTOR
+        answers, added up here from every node's CRDT.SHARDS (each node reports its own shards,
+        so no node has to ask the others)."""
         total: dict[str, int] = {}
         for node in range(len(self._ports_of(i))):
-            flat = self._node_client(i, node).execute_command("CRDT.VECTOR")  # type: ignore[no-untyped-call]
-            for k in range(0, len(flat), 2):
-                origin = flat[k].decode()
-                total[origin] = total.get(origin, 0) + int(flat[k + 1])
+            shards = self._node_client(i, node).execute_command("CRDT.SHARDS")  # type: ignore[no-untyped-call]
+            for _index, _digest, flat in shards:
+                for k in range(0, len(flat), 2):
+                    origin = flat[k].decode()
+                    total[origin] = total.get(origin, 0) + int(flat[k + 1])
         return total
 
     def kill_node(self, i: int, node: int = 0) -> None:

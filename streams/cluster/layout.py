@@ -32,7 +32,7 @@ def node_id(region: str, index: int) -> str:
 
 def spread(shards: int, nodes: int) -> tuple[tuple[int, ...], ...]:
     """The default ownership: `shards` shards over `nodes` nodes in contiguous blocks of nearly
-    equal size (earlier nodes get the extra ones), so each node serves one slot range."""
+    equal size (later nodes get the extra ones), so each node serves one slot range."""
     if not 1 <= nodes <= shards:
         raise ValueError(f"{nodes} nodes cannot each own some of {shards} shards")
     return tuple(tuple(range(i * shards // nodes, (i + 1) * shards // nodes)) for i in range(nodes))

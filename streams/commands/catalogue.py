@@ -103,6 +103,8 @@ OWN: Mapping[str, Spec] = {
              "Hex digest of the region's replicated state", "O(N)"),
         _own("crdt.vector", 1, "admin readonly", f"@read {_ADMIN}",
              "Applied op sequence per origin region", "O(regions)"),
+        _own("crdt.shards", 1, "admin readonly", f"@read {_ADMIN}",
+             "Per shard of this node: index, digest and applied vector", "O(N)"),
         _own("crdt.info", 1, "admin", f"@slow {_ADMIN}",
              "Region, ID mode, replication lag per origin and op-log positions", "O(1)"),
         _own("crdt.flush", 1, "admin no_multi", f"@slow {_ADMIN}",

@@ -21,7 +21,7 @@ from streams.node.node import (
     NodeOptions,
     RegionNode,
 )
-from topology.config import load
+from topology.config import Topology, format_shard_set, load, parse_shard_set
 
 
 def _record_at(text: str) -> RecordAt:
@@ -33,10 +33,17 @@ def _record_at(text: str) -> RecordAt:
 
 async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
     region = args.region
+    try:
+        topology = load(args.topology)
+        node_index = _node_index(topology, region, args.node, args.shards)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"streams node {region}: {exc}", file=sys.stderr)
+        return 2
     node = RegionNode(
         NodeOptions(
-            load(args.topology),
+            topology,
             region,
+            node=node_index,
             debug_clock=args.debug_clock,
             debug_faults=args.debug_faults,
             snapshot=args.snapshot,
@@ -58,10 +65,23 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
         print(f"streams node {region}: cannot start: {exc}", file=sys.stderr)
         await node.stop()
         return 1
-    print(f"region {region} ready on {node.config.bind}:{node.config.resp_port}", flush=True)
+    print(f"region {region} ready on {node.bind}:{node.port}", flush=True)
     await stop.wait()
     await node.stop()
     return 0
+
+
+def _node_index(topology: Topology, region: str, node: int | None, shards: str | None) -> int:
+    """The node of the region to run: `--node K`, or the node that owns exactly `--shards`."""
+    config = topology.region(region)
+    if shards is None:
+        return 0 if node is None else config.node(node).index
+    wanted = parse_shard_set(shards)
+    for candidate in config.nodes:
+        if candidate.shards == wanted and node in (None, candidate.index):
+            return candidate.index
+    owners = ", ".join(f"node {n.index}: {format_shard_set(n.shards)}" for n in config.nodes)
+    raise ValueError(f"no node of region {region} owns exactly shards {shards} ({owners})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,6 +90,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--topology", required=True, help="topology TOML file")
     parser.add_argument("--region", required=True, help="region name, e.g. r1")
+    parser.add_argument(
+        "--node",
+        type=int,
+        default=None,
+        metavar="K",
+        help="which of the region's node processes to run (its [[region.node]] table, from 0; "
+        "default 0): its port and the shards it owns",
+    )
+    parser.add_argument(
+        "--shards",
+        default=None,
+        metavar="SET",
+        help="alternatively, the node owning exactly these shards (e.g. 0-3)",
+    )
     parser.add_argument(
         "--log-level", default="INFO", help="INFO (default) shows catch-up progress"
     )

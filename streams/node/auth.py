@@ -47,6 +47,15 @@ class AuthConfig:
             passwords[name.encode()] = password.encode()
         return cls(passwords)
 
+    def credentials(self) -> tuple[bytes, bytes] | None:
+        """What this node sends with AUTH to the other nodes of its region (which share its
+        options): the default user's password, else the first user's; None when no password
+        is required."""
+        if not self.passwords:
+            return None
+        user = DEFAULT_USER if DEFAULT_USER in self.passwords else next(iter(self.passwords))
+        return user, self.passwords[user]
+
     @property
     def required(self) -> bool:
         """Whether a new connection must authenticate before running commands."""

@@ -38,11 +38,14 @@ class Transaction:
     dirty: bool = False
 
     def queue(self, cmd: Command, args: list[bytes], refusal: CommandError | None = None) -> Reply:
-        """Queue a command, or (refusal given) answer the refusal and doom the transaction."""
+        """Queue a command, or (refusal given) answer the refusal and doom the transaction. A
+        doomed transaction answers QUEUED but keeps nothing more (EXEC will run nothing), as
+        Redis's queueMultiCommand does."""
         if refusal is not None:
             self.dirty = True
             return refusal
-        self.queued.append((cmd, args))
+        if not self.dirty:
+            self.queued.append((cmd, args))
         return QUEUED
 
 

@@ -25,7 +25,7 @@ from streams.commands.base import BlockRequest, Command
 from streams.commands.catalogue import unsupported
 from streams.errors import CommandError
 from streams.node import auth, router, transactions
-from streams.node.clients import Client, Clients
+from streams.node.clients import Client, Clients, Queued
 from streams.node.info import Stats
 from streams.reply import NULL_ARRAY, Reply
 from streams.resp.server import Held, Session
@@ -65,6 +65,16 @@ class Backend(Protocol):
         ...
 
 
+class Routing(Protocol):
+    """Where a request may run when the region's shards are spread over several nodes (the
+    Redis Cluster protocol, `streams.node.cluster`): None to run it here, else the MOVED or
+    CROSSSLOT error to answer."""
+
+    def redirect(self, cmd: Command, args: list[bytes]) -> CommandError | None: ...
+
+    def redirect_exec(self, queued: list[Queued]) -> CommandError | None: ...
+
+
 def sync(fn: Callable[[Client, list[bytes]], Reply]) -> Builtin:
     """A built-in that does not await, as the pipeline calls built-ins."""
 
@@ -84,8 +94,10 @@ class Dispatcher:
         auth_config: auth.AuthConfig,
         clients: Clients | None = None,
         stats: Stats | None = None,
+        routing: Routing | None = None,
     ) -> None:
         self.backend = backend
+        self.routing = routing
         self.auth = auth_config
         self.clients = clients if clients is not None else Clients()
         self.stats = stats if stats is not None else Stats()
@@ -131,12 +143,34 @@ class Dispatcher:
             ), None
         builtin = router.builtin_name(found)
         tx = client.transaction
+        if self.routing is not None:
+            moved = self._redirect(client, found, builtin, args)
+            if moved is not None:
+                return moved, None
         if tx is not None and builtin not in transactions.IMMEDIATE:
             refusal = CommandError(errors.NOT_IN_MULTI) if "no_multi" in found.flags else None
             return tx.queue(found, args, refusal), None
         if builtin is not None:
             return await self.builtins[builtin](client, args), None
         return await self._run(found, args, client.session.lost)
+
+    def _redirect(
+        self, client: Client, cmd: Command, builtin: str | None, args: list[bytes]
+    ) -> CommandError | None:
+        """Redis Cluster's check (after authentication and arity, before queueing or running):
+        a command redirected inside MULTI dooms the transaction; EXEC checks the whole queue and
+        a redirected EXEC discards it."""
+        assert self.routing is not None
+        tx = client.transaction
+        if builtin == "exec":
+            moved = self.routing.redirect_exec(tx.queued) if tx is not None else None
+            if moved is not None:
+                client.transaction = None
+            return moved
+        moved = self.routing.redirect(cmd, args)
+        if moved is not None and tx is not None:
+            tx.dirty = True
+        return moved
 
     async def _run(
         self, cmd: Command, args: list[bytes], lost: asyncio.Future[None] | None = None

@@ -76,14 +76,16 @@ def peak_rss_bytes() -> int:
     return int(peak) * (1 if platform.system() == "Darwin" else 1024)
 
 
-def server_section(port: int, started: float, run_id: str) -> dict[str, object]:
+def server_section(
+    port: int, started: float, run_id: str, cluster: bool = False
+) -> dict[str, object]:
     uname = platform.uname()
     uptime = int(time.time() - started)
     return {
         "redis_version": REDIS_COMPAT_VERSION,
         "redis_git_sha1": "00000000",
         "redis_git_dirty": 0,
-        "redis_mode": "standalone",
+        "redis_mode": "cluster" if cluster else "standalone",
         "os": f"{uname.system} {uname.release} {uname.machine}",
         "arch_bits": struct.calcsize("P") * 8,
         "multiplexing_api": "asyncio",
@@ -119,4 +121,3 @@ class Stats:
         self.connections = 0
         self.commands = 0
         self.errors.clear()
-

@@ -23,11 +23,11 @@ import dataclasses
 import logging
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from streams.ids import IdMode
-from streams.node import auth, connection, settings, transactions
+from streams.node import auth, cluster, connection, settings, transactions
 from streams.node import info as info_command
 from streams.node.admin import Admin
 from streams.node.clients import Client, Clients
@@ -37,6 +37,7 @@ from streams.node.kafka_log import KafkaLog
 from streams.node.loader import DEFAULT_CATCH_UP_TIMEOUT_S
 from streams.node.materializer import RecordAt
 from streams.node.oplog import OpLog
+from streams.node.peers import Peer, Peers
 from streams.node.report import Report
 from streams.node.shard import Shard, ShardSetup
 from streams.node.shards import ShardSet
@@ -50,7 +51,7 @@ from streams.node.tasks import Tasks
 from streams.node.waiters import Waiters
 from streams.reply import Reply
 from streams.resp.server import Held, Session, serve
-from topology.config import RegionConfig, Topology
+from topology.config import NodeConfig, Topology
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,8 @@ class NodeOptions:
 
     topology: Topology
     region: str
+    node: int = 0
+    """Which of the region's node processes this is (`--node K`): its port and shards."""
     bind: str | None = None
     """Overrides the topology's RESP bind address."""
     port: int | None = None
@@ -88,10 +91,9 @@ class NodeOptions:
     """(topic, partition, offset) of records that do not decode and that an operator decided
     to skip (each skip is logged)."""
 
-    def region_config(self) -> RegionConfig:
-        config = self.topology.region(self.region)
-        if self.bind is None and self.port is None:
-            return config
+    def node_config(self) -> NodeConfig:
+        """This node's address and shards, with --bind / --port applied."""
+        config = self.topology.region(self.region).node(self.node)
         return dataclasses.replace(
             config,
             bind=config.bind if self.bind is None else self.bind,
@@ -102,20 +104,23 @@ class NodeOptions:
 class RegionNode:
     def __init__(self, options: NodeOptions, log: OpLog | None = None) -> None:
         self.options = options
-        self.config = config = options.region_config()
         topology = options.topology
-        self.name = config.name
+        self.region = region = topology.region(options.region)
+        node = options.node_config()
+        self.name = region.name
+        self.bind, self.port = node.bind, node.resp_port
+        total = topology.shards
         self.log: OpLog = log or KafkaLog(
-            config.bootstrap, config.name, config.id, 1, options.skip_records
+            region.bootstrap, region.name, region.id, total, options.skip_records
         )
         self.clock = NodeClock(options.clock, pinnable=options.debug_clock)
         self.waiters = Waiters()
         self.pause = Pause()
         names = {r.id: r.name for r in topology.regions}
         setup = ShardSetup(
-            region_name=config.name,
-            region_id=config.id,
-            mode=IdMode.parse(config.id_mode),
+            region_name=region.name,
+            region_id=region.id,
+            mode=IdMode.parse(region.id_mode),
             regions=tuple(sorted(names)),
             log=self.log,
             waiters=self.waiters,
@@ -123,16 +128,31 @@ class RegionNode:
             pause=self.pause,
             policy=SnapshotPolicy(options.snapshot_every_ops, options.snapshot_every_s),
             snapshot_file=options.snapshot,
+            shards=total,
         )
-        self.shards = ShardSet([Shard(0, setup)], 1, self.clock, names, self.waiters, self.pause)
+        self.shards = ShardSet(
+            [Shard(i, setup) for i in node.shards],
+            total,
+            self.clock,
+            names,
+            self.waiters,
+            self.pause,
+        )
+        self.layout = (
+            cluster.layout_of(region, total, options.node, options.port)
+            if len(region.nodes) > 1
+            else None
+        )
         self.clients = Clients()
         self.stats = info_command.Stats()
-        self.settings = settings.Settings(settings.default_settings(config.resp_port, config.bind))
+        self.settings = settings.Settings(
+            settings.default_settings(self.port, self.bind, cluster=self.layout is not None)
+        )
         self.report = Report(
-            config.name,
-            config.id,
-            config.id_mode,
-            config.resp_port,
+            region.name,
+            region.id,
+            region.id_mode,
+            self.port,
             names,
             self.shards,
             self.log,
@@ -142,12 +162,23 @@ class RegionNode:
             self.clock,
             started=time.time(),
             run_id=secrets.token_hex(20),
+            cluster=self.layout is not None,
         )
-        self.admin = Admin(self.shards, self.clock, self.report, options.debug_faults)
-        self.dispatcher = Dispatcher(self.shards, options.auth, self.clients, self.stats)
+        self.admin = Admin(
+            self.shards, self.clock, self.report, options.debug_faults, self._peers(options)
+        )
+        routing = None if self.layout is None else cluster.ClusterRouting(self.layout)
+        self.dispatcher = Dispatcher(self.shards, options.auth, self.clients, self.stats, routing)
         self.dispatcher.bind(self._builtins())
         self._tasks = Tasks()
         self._server: asyncio.Server | None = None
+
+    def _peers(self, options: NodeOptions) -> Peers | None:
+        """The region's other nodes, asked for their shards' figures (CRDT.DIGEST, CRDT.VECTOR)."""
+        if self.layout is None:
+            return None
+        others = [Peer(n.index, n.ip, n.port) for n in self.layout.nodes if n.index != options.node]
+        return Peers(self.name, others, options.auth.credentials())
 
     # --- life cycle -----------------------------------------------------------------------------
 
@@ -161,8 +192,8 @@ class RegionNode:
         await asyncio.gather(*(s.start(catch_up_timeout) for s in self.shards.shards))
         self._tasks.spawn(self._housekeeping())
         if serve_resp:
-            self._server = await serve(self.handle, self.config.bind, self.config.resp_port)
-        log.info("%s serving RESP on %s:%s", self.name, self.config.bind, self.config.resp_port)
+            self._server = await serve(self.handle, self.bind, self.port)
+        log.info("%s serving RESP on %s:%s", self.name, self.bind, self.port)
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -190,6 +221,7 @@ class RegionNode:
         admin = self.admin
         return {
             **connection.builtins(self.options.auth, self.clients),
+            **cluster.builtins(self.layout, self._keys, self.clock.now_ms),
             "info": sync(lambda c, a: info_command.info(a, self.report.info_sections())),
             "config": sync(self._config),
             "multi": sync(transactions.multi),
@@ -197,12 +229,19 @@ class RegionNode:
             "watch": sync(transactions.watch),
             "unwatch": sync(transactions.unwatch),
             "exec": self.dispatcher.exec_transaction,
+            "crdt.digest": admin.digest,
+            "crdt.vector": admin.vector,
+            "crdt.shards": admin.shard_figures,
             "crdt.flush": admin.flush,
             "crdt.info": admin.info,
             "crdt.clock": admin.clock_,
             "crdt.fault": admin.fault,
             "crdt.snapshot": admin.snapshot,
         }
+
+    def _keys(self) -> Iterator[bytes]:
+        for shard in self.shards.shards:
+            yield from shard.replica.region.state.existing_keys()
 
     def _config(self, client: Client, args: list[bytes]) -> Reply:
         if args[1].lower() == b"resetstat":

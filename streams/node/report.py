@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from streams.cluster import info_section as cluster_info_section
 from streams.node import info
 from streams.node.clients import Clients
 from streams.node.clock import NodeClock
@@ -39,6 +40,8 @@ class Report:
     clock: NodeClock
     started: float
     run_id: str
+    cluster: bool = False
+    """The node speaks the Redis Cluster protocol (its region's shards are on several nodes)."""
 
     def _name(self, origin: int) -> str:
         return self.names.get(origin, f"r{origin}")
@@ -138,7 +141,7 @@ class Report:
         cpu = os.times()
         vector = self.shards.vector()
         return {
-            "server": info.server_section(self.port, self.started, self.run_id),
+            "server": info.server_section(self.port, self.started, self.run_id, self.cluster),
             "clients": {
                 "connected_clients": len(self.clients.live()),
                 "cluster_connections": 0,
@@ -201,7 +204,7 @@ class Report:
             "errorstats": {
                 f"errorstat_{code}": f"count={n}" for code, n in sorted(self.stats.errors.items())
             },
-            "cluster": {"cluster_enabled": 0},
+            "cluster": cluster_info_section() if self.cluster else {"cluster_enabled": 0},
             "keyspace": {"db0": f"keys={keys},expires=0,avg_ttl=0"} if keys else {},
         }
 

@@ -2,9 +2,9 @@
 
 `TABLE` holds every command the node serves: the stream commands (`streams.commands.table`,
 each with its handler) and the commands the node runs itself (`BUILTINS`: connection, server,
-transaction and CRDT admin commands, which act on the connection or on the node rather than on
-the replicated state; the node binds their handlers with `bind`, which checks it binds exactly
-these). Every row's arity, flags and key positions come from the catalogue
+transaction, cluster and CRDT admin commands, which act on the connection or on the node rather
+than on the replicated state; the node binds their handlers with `bind`, which checks it binds
+exactly these). Every row's arity, flags and key positions come from the catalogue
 (`streams.commands.catalogue`).
 
 `resolve` finds a request's command once, as Redis's lookupCommand does; the node then checks
@@ -33,7 +33,16 @@ BUILTINS: dict[str, Command] = {
         _container("config", "get set resetstat rewrite help"),
         _container("client", "id getname setname setinfo info list no-evict help"),
         _container("command", "count info docs list getkeys help"),
-        *(command(f"crdt.{name}") for name in "flush info clock fault snapshot".split()),
+        _container(
+            "cluster",
+            "info myid nodes slots shards keyslot countkeysinslot getkeysinslot replicas slaves "
+            "count-failure-reports help",
+        ),
+        *(command(name) for name in "readonly readwrite asking".split()),
+        *(
+            command(f"crdt.{name}")
+            for name in "digest vector shards flush info clock fault snapshot".split()
+        ),
     ]
 }
 """The commands the node runs itself, in the order COMMAND lists them."""
@@ -48,6 +57,7 @@ def _table() -> dict[str, Command]:
 
 
 TABLE: dict[str, Command] = _table()
+
 
 def resolve(args: list[bytes]) -> Found:
     """The command (or subcommand) `args` names in the node's table, as Redis's lookupCommand

@@ -75,9 +75,10 @@ change nothing here: persistence is the Kafka op log, nothing is evicted, idle c
 timed out, and there is no slow log."""
 
 
-def default_settings(port: int, bind: str) -> dict[str, str]:
-    """What CONFIG GET shows. `requirepass` is always empty: every authenticated user may run
-    CONFIG here (there are no ACL rules), so the password is never shown (Redis shows it)."""
+def default_settings(port: int, bind: str, cluster: bool = False) -> dict[str, str]:
+    """What CONFIG GET shows (`cluster`: the node speaks the Redis Cluster protocol).
+    `requirepass` is always empty: every authenticated user may run CONFIG here (there are no
+    ACL rules), so the password is never shown (Redis shows it)."""
     return {
         "bind": bind,
         "port": str(port),
@@ -101,7 +102,7 @@ def default_settings(port: int, bind: str) -> dict[str, str]:
         "notify-keyspace-events": "",
         "lazyfree-lazy-user-flush": "no",
         "protected-mode": "no",
-        "cluster-enabled": "no",
+        "cluster-enabled": "yes" if cluster else "no",
         "replica-read-only": "yes",
         "proto-max-bulk-len": "536870912",
         "client-output-buffer-limit": (
@@ -236,4 +237,3 @@ def config(args: list[bytes], settings: Settings) -> Reply:
     if sub == b"rewrite":
         raise CommandError(errors.NO_CONFIG_FILE)
     return [Status(line) for line in CONFIG_HELP]
-

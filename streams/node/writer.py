@@ -187,9 +187,7 @@ class RegionWriter:
             ) from exc
         self._producer = fresh
         self._renew_needed = False
-        log.warning(
-            "%s: writer renewed after a transaction that could not be aborted", self.name
-        )
+        log.warning("%s: writer renewed after a transaction that could not be aborted", self.name)
 
     def _fenced_text(self) -> str:
         return (

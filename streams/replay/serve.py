@@ -39,6 +39,7 @@ from streams.commands.table import run
 from streams.crdt.fold import Applied
 from streams.errors import CommandError
 from streams.node import auth, connection, router
+from streams.node.admin import vector_reply
 from streams.node.clients import Client
 from streams.node.dispatch import Builtin, Dispatcher, Ran, sync
 from streams.replay import reader
@@ -62,8 +63,8 @@ SEEK_USAGE = (
 )
 
 CONNECTION = ("ping", "echo", "hello", "select", "quit", "client", "command")
-"""The node's connection commands a replay serves (AUTH, RESET, MULTI, CONFIG, INFO and CRDT.*
-have no meaning on a replay)."""
+"""The node's connection commands a replay serves (AUTH, RESET, MULTI, CONFIG, INFO and the
+CRDT.* commands but DIGEST and VECTOR have no meaning on a replay)."""
 OWN = frozenset({b"replay.seek", b"replay.position"})
 
 Runner = Callable[[Request], Replayed]
@@ -196,7 +197,13 @@ class ReplayHandler:
         handlers: dict[str, Builtin] = dict.fromkeys(router.BUILTINS, sync(_not_on_replay))
         served = connection.builtins(self.dispatcher.auth, self.dispatcher.clients)
         handlers.update({name: served[name] for name in CONNECTION})
+        handlers["crdt.digest"] = sync(lambda c, a: self.view.result.region.state.digest().encode())
+        handlers["crdt.vector"] = sync(self._vector)
         return handlers
+
+    def _vector(self, client: Client, args: list[bytes]) -> Reply:
+        result = self.view.result
+        return vector_reply(result.region.vector, result.names, result.region.id)
 
     async def _own(self, name: bytes, args: list[bytes]) -> Reply:
         if name == b"replay.position":

@@ -538,7 +538,7 @@ def test_bind_and_port_options_override_the_topology() -> None:
     node = serving(
         RegionNode(NodeOptions(TOPOLOGY, "r1", bind="0.0.0.0", port=7555), log=MemoryLog())
     )
-    assert (node.config.bind, node.config.resp_port) == ("0.0.0.0", 7555)
+    assert (node.bind, node.port) == ("0.0.0.0", 7555)
     c = Client(node)
     assert c.value("CONFIG", "GET", "port", "bind") == [b"bind", b"0.0.0.0", b"port", b"7555"]
     assert b"tcp_port:7555\r\n" in c.call("INFO", "server")
