@@ -21,6 +21,7 @@ from streams.node.node import (
     NodeOptions,
     RegionNode,
 )
+from streams.snapshot import SnapshotError
 from topology.config import Topology, format_shard_set, load, parse_shard_set
 
 
@@ -35,26 +36,25 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
     region = args.region
     try:
         topology = load(args.topology)
-        node_index = _node_index(topology, region, args.node, args.shards)
-    except (OSError, ValueError, KeyError) as exc:
-        print(f"streams node {region}: {exc}", file=sys.stderr)
-        return 2
-    node = RegionNode(
-        NodeOptions(
-            topology,
-            region,
-            node=node_index,
-            debug_clock=args.debug_clock,
-            debug_faults=args.debug_faults,
-            snapshot=args.snapshot,
-            snapshot_every_ops=args.snapshot_every_ops,
-            snapshot_every_s=args.snapshot_every_s,
-            skip_records=frozenset(args.skip_record),
-            bind=args.bind,
-            port=args.port,
-            auth=auth,
+        node = RegionNode(
+            NodeOptions(
+                topology,
+                region,
+                node=_node_index(topology, region, args.node, args.shards),
+                debug_clock=args.debug_clock,
+                debug_faults=args.debug_faults,
+                snapshots=tuple(args.snapshot),
+                snapshot_every_ops=args.snapshot_every_ops,
+                snapshot_every_s=args.snapshot_every_s,
+                skip_records=frozenset(args.skip_record),
+                bind=args.bind,
+                port=args.port,
+                auth=auth,
+            )
         )
-    )
+    except (OSError, ValueError, KeyError, SnapshotError) as exc:
+        print(f"streams node {region}: cannot start: {exc}", file=sys.stderr)
+        return 2
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -122,10 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--snapshot",
-        default=None,
+        action="append",
+        default=[],
         metavar="FILE",
         help="boot from this snapshot file (streams snapshot / streams spark snapshot) and read "
-        "only the op logs' tails",
+        "only the op logs' tails; repeat it with one file per shard of the node",
     )
     parser.add_argument(
         "--snapshot-every-ops",

@@ -51,6 +51,7 @@ from streams.node.tasks import Tasks
 from streams.node.waiters import Waiters
 from streams.reply import Reply
 from streams.resp.server import Held, Session, serve
+from streams.snapshot import read_shard
 from topology.config import NodeConfig, Topology
 
 log = logging.getLogger(__name__)
@@ -83,8 +84,9 @@ class NodeOptions:
     clock: Callable[[], float] = time.time
     debug_clock: bool = False
     debug_faults: bool = False
-    snapshot: str | None = None
-    """A snapshot file to boot from (else the newest stored one)."""
+    snapshots: tuple[str, ...] = ()
+    """Snapshot files to boot from, one per shard at most (`streams.snapshot.read_shard` tells
+    which); a shard without one boots from the newest stored snapshot."""
     snapshot_every_ops: int = DEFAULT_SNAPSHOT_EVERY_OPS
     snapshot_every_s: float = DEFAULT_SNAPSHOT_EVERY_S
     skip_records: frozenset[RecordAt] = frozenset()
@@ -99,6 +101,21 @@ class NodeOptions:
             bind=config.bind if self.bind is None else self.bind,
             resp_port=config.resp_port if self.port is None else self.port,
         )
+
+
+def _snapshot_files(files: tuple[str, ...], owned: tuple[int, ...]) -> dict[int, str]:
+    """Which shard boots from which of the snapshot files given; ValueError when a file is of
+    a shard this node does not own, or two files are of one shard."""
+    chosen: dict[int, str] = {}
+    for path in files:
+        with open(path, "rb") as fp:
+            shard = read_shard(fp)
+        if shard not in owned:
+            raise ValueError(f"{path} is a snapshot of shard {shard}, which this node does not own")
+        if shard in chosen:
+            raise ValueError(f"{chosen[shard]} and {path} are both snapshots of shard {shard}")
+        chosen[shard] = path
+    return chosen
 
 
 class RegionNode:
@@ -127,7 +144,7 @@ class RegionNode:
             clock=self.clock,
             pause=self.pause,
             policy=SnapshotPolicy(options.snapshot_every_ops, options.snapshot_every_s),
-            snapshot_file=options.snapshot,
+            snapshot_files=_snapshot_files(options.snapshots, node.shards),
             shards=total,
         )
         self.shards = ShardSet(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from streams import errors
 from streams.crdt import ops
@@ -56,7 +56,8 @@ class ShardSetup:
     clock: NodeClock
     pause: Pause
     policy: SnapshotPolicy
-    snapshot_file: str | None = None
+    snapshot_files: dict[int, str] = field(default_factory=dict)
+    """Per shard, a snapshot file to boot from (else the newest stored one)."""
     shards: int = 1
 
 
@@ -73,7 +74,7 @@ class Shard:
             self.replica,
             lambda spec: setup.log.reader(index, spec),
             setup.log.snapshots(index),
-            setup.snapshot_file,
+            setup.snapshot_files.get(index),
             read_own=lambda: self.writer.fenced,
         )
         self.snapshotter = Snapshotter(

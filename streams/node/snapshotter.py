@@ -148,7 +148,11 @@ class Snapshotter:
                     ):
                         region = self.replica.region
                         snapshot_id = f"{self.now_ms()}-{region.vector.get(region.id, 0)}"
-                        meta = {"writer": f"node {self.name}", "snapshot_id": snapshot_id}
+                        meta = {
+                            "writer": f"node {self.name}",
+                            "snapshot_id": snapshot_id,
+                            "shard": str(self.writer.partition),
+                        }
                         pid, path = snapshots.fork_write(
                             region, self.positions(), self.region_name, meta
                         )

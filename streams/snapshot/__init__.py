@@ -37,6 +37,7 @@ from streams.snapshot.format import (
     MAX_CHUNK_ITEMS,
     Positions,
     SnapshotError,
+    read_shard,
     read_snapshot,
     write_snapshot,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "MAX_CHUNK_ITEMS",
     "Positions",
     "SnapshotError",
+    "read_shard",
     "read_snapshot",
     "write_snapshot",
 ]

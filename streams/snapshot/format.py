@@ -286,6 +286,34 @@ def read_snapshot(fp: BinaryIO | IO[bytes]) -> tuple[Region, Positions, dict[str
     return builder.result()
 
 
+def read_shard(fp: BinaryIO | IO[bytes]) -> int:
+    """The shard a snapshot holds, from its header alone: its `shard` meta when it has one, else
+    the partition its positions name (a shard reads and writes only its own partition of every
+    log), else 0. Raises SnapshotError for an unreadable header or positions in several
+    partitions without a `shard` meta."""
+    try:
+        reader = fastavro.reader(fp, return_record_name=True)
+        first: Any = next(iter(reader))
+        name, body = first["item"]
+    except Exception as exc:  # fastavro raises ValueError, EOFError, ...: no common base
+        raise SnapshotError(f"not a streams snapshot (unreadable header: {exc})") from exc
+    if not isinstance(name, str) or name.removeprefix(_NS) != "Header":
+        raise SnapshotError("not a streams snapshot (its first record is not a header)")
+    meta = dict(body["meta"])
+    if "shard" in meta:
+        try:
+            return int(meta["shard"])
+        except ValueError:
+            raise SnapshotError(f"snapshot meta shard={meta['shard']!r} is not a number") from None
+    partitions = {int(p["partition"]) for p in body["positions"]}
+    if len(partitions) > 1:
+        raise SnapshotError(
+            f"a snapshot of several shards (positions in partitions {sorted(partitions)}): "
+            "a node boots each shard from a snapshot of that shard"
+        )
+    return partitions.pop() if partitions else 0
+
+
 class _Builder:
     """Rebuilds a Region from the records in file order, checking the order and the counts."""
 
