@@ -37,10 +37,9 @@ from streams.snapshot.format import (
     MAX_CHUNK_ITEMS,
     Positions,
     SnapshotError,
-    read_shard,
-    read_snapshot,
     write_snapshot,
 )
+from streams.snapshot.reading import read_shard, read_snapshot
 
 __all__ = [
     "FORMAT_VERSION",
