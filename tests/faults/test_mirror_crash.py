@@ -58,6 +58,17 @@ class MirrorProcess(Process):
         lines = self.output().splitlines()
         return {line.split(":", 1)[0] for line in lines if " copied (+" in line}
 
+    def wait_for_pairs(self, count: int, timeout: float, interval: float = 0.01) -> None:
+        """Until this run reported copying for `count` pairs; else say which did, and what the
+        process wrote."""
+        try:
+            wait_until(lambda: len(self.copied_pairs()) >= count, timeout, interval)
+        except AssertionError:
+            raise AssertionError(
+                f"{sorted(self.copied_pairs())} reported copying in {timeout:g} s, not {count}"
+                f" pairs; the mirror process wrote:\n{self.output()[-4000:]}"
+            ) from None
+
 
 def lag(topo: LocalTopology) -> int:
     """Ops of other regions the regions have not applied yet, summed over the pairs."""
@@ -89,12 +100,12 @@ def test_a_mirror_killed_mid_copy_under_load_loses_and_repeats_nothing() -> None
         try:
 
             def crashes() -> None:
-                wait_until(lambda: len(mirror.copied_pairs()) == 6, 30)  # all copying
+                mirror.wait_for_pairs(6, 30)  # all copying
                 for k in range(3):
                     if k == 1:
                         # The restarted mirror copies the backlog its death left: kill it at
                         # its first progress line, before every pair caught up.
-                        wait_until(lambda: bool(mirror.copied_pairs()), 30, interval=0.002)
+                        mirror.wait_for_pairs(1, 30, interval=0.002)
                     else:
                         time.sleep(1.0)
                     pairs = len(mirror.copied_pairs())
