@@ -2,6 +2,9 @@
 
 Commands go over a raw socket and replies are parsed with hiredis, so an error reply keeps its
 exact text (redis-py would strip the `ERR ` prefix) and nothing is reshaped by client callbacks.
+A region whose shards are spread over several nodes answers `MOVED slot host:port` for a key
+another node serves: the driver follows it as `redis-cli -c` does (pinning that node's clock
+too), so the same tables run on sharded regions.
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ class RawClient:
         self._sock.close()
 
 
+MAX_REDIRECTS = 5
+
+
 class RespDriver:
     """A scenario `Driver` over a topology whose nodes run with --debug-clock."""
 
@@ -55,18 +61,24 @@ class RespDriver:
         self.topology = topology
         self._clients: dict[int, RawClient] = {}
 
-    def _client(self, region: int) -> RawClient:
-        if region not in self._clients:
-            self._clients[region] = RawClient(self.topology.ports[region])
-        return self._clients[region]
+    def _client(self, port: int) -> RawClient:
+        if port not in self._clients:
+            self._clients[port] = RawClient(port)
+        return self._clients[port]
 
     def execute(self, region: int, args: tuple[bytes, ...], clock_ms: int | None) -> object:
-        client = self._client(region)
-        if clock_ms is not None:
-            pinned = client.call(b"CRDT.CLOCK", str(clock_ms).encode())
-            if isinstance(pinned, CommandError):
-                raise RuntimeError(f"cannot pin the clock of region {region}: {pinned.text}")
-        return client.call(*args)
+        port = self.topology.ports[region]
+        for _ in range(MAX_REDIRECTS):
+            client = self._client(port)
+            if clock_ms is not None:
+                pinned = client.call(b"CRDT.CLOCK", str(clock_ms).encode())
+                if isinstance(pinned, CommandError):
+                    raise RuntimeError(f"cannot pin the clock of region {region}: {pinned.text}")
+            reply = client.call(*args)
+            if not (isinstance(reply, CommandError) and reply.code == "MOVED"):
+                return reply
+            port = int(reply.text.rsplit(":", 1)[1])
+        raise RuntimeError(f"region {region}: more than {MAX_REDIRECTS} redirections for {args}")
 
     def sync(self, regions: tuple[int, ...] | None) -> None:
         self.topology.sync(None if regions is None else list(regions))

@@ -12,10 +12,22 @@ from topology.local import LocalTopology
 SCENARIOS = load_all()
 
 
+SHAPES = {"one-shard": (1, 1), "4-shards": (4, 1), "4-shards-2-nodes": (4, 2)}
+"""Regions as (shards, node processes): every seed rule is per key, so a sharded region, in one
+process or over two speaking the cluster protocol, must hold every table as one shard does."""
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.slug for s in SCENARIOS])
-def test_seed_table_holds_on_real_nodes(scenario: Scenario) -> None:
+def test_seed_table_holds_on_real_nodes(scenario: Scenario, shape: str) -> None:
+    shards, nodes = SHAPES[shape]
     with LocalTopology(
-        regions=scenario.regions, manual_sync=True, id_mode=scenario.id_mode, debug_clock=True
+        regions=scenario.regions,
+        manual_sync=True,
+        id_mode=scenario.id_mode,
+        debug_clock=True,
+        shards=shards,
+        nodes=nodes,
     ) as topo:
         driver = RespDriver(topo)
         try:

@@ -7,7 +7,8 @@ SETID / DESTROY / CREATECONSUMER / DELCONSUMER; XREADGROUP, XACK, XPENDING, XCLA
 JUSTID), XAUTOCLAIM; XINFO GROUPS / CONSUMERS / STREAM [FULL]; DEL, EXISTS, TYPE) plus malformed
 variants (wrong arity, bad IDs, bad options and numbers, unknown subcommands, missing keys and
 groups). Each command goes over a socket to a real single-region node (a module-scoped
-`LocalTopology`, liberal ID mode: Kafka writer, materializer, RESP server) and to the real
+`LocalTopology`, liberal ID mode: Kafka writer, materializer, RESP server; one shard, four shards
+in one process, and four shards over two processes speaking the cluster protocol) and to the real
 redis-server of the session; an example speaks RESP2 or RESP3 (HELLO 3 on both) as hypothesis
 chooses. After every step both sides must also hold the same entries in every key.
 
@@ -63,6 +64,7 @@ from support import RawClient
 
 from streams import errors
 from streams.ids import U64_MAX, StreamID
+from streams.slots import shard_of
 from topology.local import LocalTopology
 
 from .redis_server import RedisServer
@@ -881,20 +883,44 @@ REDIS_70_SEQ_OVERFLOW = _error("ERR Elements are too large to be stored")
 # --- fixtures and the test ---------------------------------------------------------------------
 
 
+SHAPES = {"one-shard": (1, 1), "4-shards": (4, 1), "4-shards-2-nodes": (4, 2)}
+"""The region under test as (shards, node processes). In one process the example's keys fall in
+different shards (multi-key commands run across shards); over two processes they share a hash
+tag, as a cluster client's keys must, and the example talks to the node serving that slot."""
+
+
+@dataclass
+class Region:
+    """The node side: one region of the given shape, and which node serves which key."""
+
+    topo: LocalTopology
+    nodes: int
+
+    def keys(self, run_id: int) -> list[bytes]:
+        tag = b"n%d.%d" % (int(time.time()), run_id)
+        if self.nodes > 1:
+            tag = b"{%s}" % tag
+        return [b"%s:k%d" % (tag, i) for i in range(NKEYS + 1)]
+
+    def port(self, key: bytes) -> int:
+        assert self.topo.topology is not None
+        region = self.topo.topology.region("r1")
+        return region.owner(shard_of(key, self.topo.topology.shards)).resp_port
+
+
+@pytest.fixture(scope="module", params=list(SHAPES))
+def region(request: pytest.FixtureRequest) -> Iterator[Region]:
+    shards, nodes = SHAPES[request.param]
+    with LocalTopology(
+        regions=1, manual_sync=True, id_mode="liberal", shards=shards, nodes=nodes
+    ) as topo:
+        yield Region(topo, nodes)
+
+
 @pytest.fixture(scope="module")
 def node_port() -> Iterator[int]:
     with LocalTopology(regions=1, manual_sync=True, id_mode="liberal") as topo:
         yield topo.ports[1]
-
-
-@pytest.fixture(scope="module")
-def probes(redis_server: RedisServer, node_port: int) -> Iterator[tuple[RawClient, ...]]:
-    conns = (RawClient(node_port), redis_server.connect())
-    try:
-        yield conns
-    finally:
-        for conn in conns:
-            conn.close()
 
 
 @settings(
@@ -908,14 +934,15 @@ def probes(redis_server: RedisServer, node_port: int) -> Iterator[tuple[RawClien
 @given(history=history(), proto=st.sampled_from([2, 3]))
 def test_node_replies_equal_redis_byte_for_byte(
     redis_server: RedisServer,
-    node_port: int,
-    probes: tuple[RawClient, RawClient],
+    region: Region,
     history: list[Command],
     proto: int,
 ) -> None:
-    run_id = next(_examples)
-    keys = [b"n%d.%d:k%d" % (int(time.time()), run_id, i) for i in range(NKEYS + 1)]
-    node_conn, redis_conn = RawClient(node_port), redis_server.connect()
+    """One region of each shape (`SHAPES`) answers like redis-server."""
+    keys = region.keys(next(_examples))
+    port = region.port(keys[0])
+    node_conn, redis_conn = RawClient(port), redis_server.connect()
+    probes = (RawClient(port), redis_server.connect())
     try:
         if proto == 3:
             for conn in (node_conn, redis_conn):
@@ -927,8 +954,8 @@ def test_node_replies_equal_redis_byte_for_byte(
             diff.step(cmd)
     finally:
         redis_conn.call([b"DEL", *keys])
-        node_conn.close()
-        redis_conn.close()
+        for conn in (node_conn, redis_conn, *probes):
+            conn.close()
 
 
 # --- client bytes quoted in error texts ----------------------------------------------------------
