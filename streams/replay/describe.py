@@ -9,13 +9,13 @@ plus its apply index and effect on the key).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from streams.crdt import ops
 from streams.crdt.groups import Group
 from streams.crdt.region import Region
-from streams.crdt.state import KeyState
+from streams.crdt.state import KeyState, State
 from streams.ids import MAX_ID, MIN_ID, StreamID, format_id_str
 
 SCHEMA_VERSION = 1
@@ -106,9 +106,12 @@ def local_state(region: Region) -> dict[str, Any]:
     }
 
 
-def vector_text(vector: dict[int, int], names: dict[int, str] | None = None) -> str:
-    names = names or {}
-    return ",".join(f"{names.get(r, f'r{r}')}={s}" for r, s in sorted(vector.items()))
+def place(topic: str, partition: int, offset: int | None = None, shards: int = 1) -> str:
+    """Where a record is: `r1.oplog@12` in a region of one shard (as before shards), else
+    `r1.oplog:3@12` (partition 3, as `--offsets r1.oplog:3=13` takes it); without an offset, the
+    topic partition alone."""
+    where = topic if shards == 1 else f"{topic}:{partition}"
+    return where if offset is None else f"{where}@{offset}"
 
 
 # --- ops ---------------------------------------------------------------------------------------
@@ -170,11 +173,12 @@ def record_view(
     }
 
 
-def record_line(view: dict[str, Any]) -> str:
+def record_line(view: dict[str, Any], shards: int = 1) -> str:
     ctx = ",".join(f"{r}={s}" for r, s in view["ctx"].items()) or "-"
     args = " ".join(f"{k}={_short(v)}" for k, v in view["args"].items())
+    where = place(view["topic"], view["partition"], None, shards)
     return (
-        f"{view['topic']}@{view['offset']:<6} {view['dot']:<10} ctx[{ctx}] "
+        f"{where}@{view['offset']:<6} {view['dot']:<10} ctx[{ctx}] "
         f"{view['op']} {view['key']} {args}"
     )
 
@@ -184,11 +188,15 @@ def _short(value: object) -> str:
     return s if len(s) <= 80 else s[:77] + "..."
 
 
-def state_lines(region: Region, key: bytes | None = None) -> Iterator[str]:
-    """The state as text: each stream's entries, groups with cursors, PEL and consumers."""
-    keys = [key] if key is not None else sorted(region.state.keys)
+def state_lines(states: Iterable[State], key: bytes | None = None) -> Iterator[str]:
+    """The state as text: each stream's entries, groups with cursors, PEL and consumers; the
+    keys of every state given (a region's shards hold disjoint keys) in one byte order."""
+    found: dict[bytes, KeyState] = {}
+    for state in states:
+        found.update(state.keys)
+    keys = [key] if key is not None else sorted(found)
     for k in keys:
-        ks = region.state.keys.get(k)
+        ks = found.get(k)
         if ks is None or not ks.exists:
             if key is not None:
                 yield f"{text(k)}: (no such key)"

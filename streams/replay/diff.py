@@ -6,7 +6,12 @@ growing prefixes of one side's apply order (O(log n) replays, in memory). A key 
 because one side has not applied some ops yet is "lagging": those ops are listed, each as
 missing (not in that cluster's logs) or held back (read, waiting for a causal dependency).
 
-Pure: works on records already read (`Loaded`); `load` reads them from a cluster.
+Shards: a region's shards never depend on each other, so two regions are compared shard by
+shard (shard s of one against shard s of the other: the same slots, the same keys), each with its
+own shared position and its own first diverging op; `diff_clusters` does that over every shard
+(or the one asked for).
+
+Pure: works on records already read (`Loaded`, one shard's); `load` reads them from a cluster.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from streams.crdt.region import Region
 from streams.ops.codec import decode
 from streams.replay import reader
 from streams.replay.describe import key_digests, text
-from streams.replay.run import Request, replay
+from streams.replay.logs import discover
+from streams.replay.positions import PositionError
 
 Partition = tuple[str, int]
 Logged = tuple[Partition, int, ops.Op | ops.LocalOp]
@@ -37,19 +43,43 @@ class Loaded:
     names: dict[int, str] = field(default_factory=dict)
 
 
-def load(bootstrap: str, region: str | None = None) -> Loaded:
-    """Every record of the region's logs on this cluster, in memory (bisection refolds them)."""
-    records: list[Logged] = []
-    result = replay(Request(bootstrap=bootstrap, region=region))  # names, region id, topics
+@dataclass
+class Cluster:
+    """One cluster's records for one region, per shard (every shard, or the one asked for)."""
+
+    name: str
+    shards: int
+    """The region's shard count (its logs' partition count)."""
+    loaded: dict[int, Loaded]
+    names: dict[int, str] = field(default_factory=dict)
+
+
+def load(bootstrap: str, region: str | None = None, shard: int | None = None) -> Cluster:
+    """Every record of the region's logs on this cluster, in memory (bisection refolds them),
+    split by shard: partition s of every log is shard s."""
+    logs = discover(bootstrap, region)
+    shards = logs.shards_for(shard)
+    records: dict[int, list[Logged]] = {s: [] for s in shards}
 
     def sink(raw: reader.Raw) -> bool:
-        records.append(((raw.topic, raw.partition), raw.offset, decode(raw.value)))
+        part = (raw.topic, raw.partition)
+        records[raw.partition].append((part, raw.offset, decode(raw.value)))
         return True
 
-    local, *oplogs = result.topics
-    reader.read(bootstrap, {(local, 0): 0}, sink)
-    reader.read(bootstrap, {(t, 0): 0 for t in oplogs}, sink)
-    return Loaded(result.region_name, result.region.id, records, result.names)
+    reader.read(bootstrap, {(logs.local, s): 0 for s in shards}, sink)
+    reader.read(bootstrap, {(t, s): 0 for t in logs.oplogs for s in shards}, sink)
+    loaded = {s: Loaded(logs.region_name, logs.region_id, records[s], logs.names) for s in shards}
+    return Cluster(logs.region_name, logs.shards, loaded, logs.names)
+
+
+def diff_clusters(a: Cluster, b: Cluster) -> dict[int, Report]:
+    """`diff` of each shard: shard s of `a` against shard s of `b`."""
+    if a.shards != b.shards:
+        raise PositionError(
+            f"{a.name} has {a.shards} shard(s) and {b.name} {b.shards}: regions of one database "
+            "have the same shards"
+        )
+    return {s: diff(a.loaded[s], b.loaded[s]) for s in sorted(a.loaded)}
 
 
 def fold(

@@ -1,16 +1,11 @@
 """`streams history KEY`: every op that touched one key, in the order the region applied them,
 each with its position and what it changed.
 
-Why a Region subclass (`KeyWatch`): the fold's observer (`fold.Applied`) gives the apply order and
-where each record was read, but it is called after `Region.receive` has applied every op the
-causal buffer released, so "before" is gone by then. `KeyWatch` applies the released ops one by
-one and, for ops on the watched key only, looks at the key just before and just after: the
-entries an XDEL / XTRIM / DEL removed (and the ones it kept because it had not observed them),
-whether a group create took effect or a tombstone beat it, what a local op did to the PEL and the
-consumers. Ops on other keys cost nothing extra.
-
-Ops read but never applied (waiting for a causal dependency at the end of the logs, or past the
-requested position) are listed after the applied ones, with what they wait for.
+A key lives in one shard, and a shard never depends on another, so history replays only the
+key's shard (`streams.slots.shard_of`), watching the key with `KeyWatch`
+(`streams.replay.keywatch`: what each op changed). Ops read but never applied (waiting for a
+causal dependency at the end of the logs, or past the requested position) are listed after the
+applied ones, with what they wait for.
 """
 
 from __future__ import annotations
@@ -21,237 +16,12 @@ from typing import Any
 
 from streams.crdt import ops
 from streams.crdt.fold import Applied, Partition, Record
-from streams.crdt.groups import Group, pel_ref
 from streams.crdt.region import Region
-from streams.crdt.state import KeyState
-from streams.ids import MAX_ID, MIN_ID, IdMode, StreamID
-from streams.replay.describe import SCHEMA_VERSION, record_view, sid, text
-from streams.replay.run import Replayed, Request, replay
-
-EntryKey = tuple[StreamID, int]
-"""(id, origin): one entry, even when another origin holds the same ID."""
-
-
-# --- looking at the key before and after one op -------------------------------------------------
-
-
-def _entries(ks: KeyState | None) -> dict[EntryKey, ops.Fields]:
-    if ks is None:
-        return {}
-    return {(s, o): f for s, o, f in ks.entries.range(MIN_ID, MAX_ID)}
-
-
-def _entry(e: EntryKey) -> dict[str, Any]:
-    return {"id": sid(e[0]), "origin": e[1]}
-
-
-def _entry_text(e: dict[str, Any]) -> str:
-    return f"{e['id']} (r{e['origin']})"
-
-
-@dataclass
-class GroupLook:
-    """What a local op may change in a group: PEL owners, consumers, the delivery position."""
-
-    pel: dict[tuple[int, int, int], tuple[bytes, int]]
-    consumers: set[bytes]
-    last_delivered: StreamID
-
-    @classmethod
-    def of(cls, group: Group | None) -> GroupLook | None:
-        if group is None:
-            return None
-        return cls(
-            {k: (p.consumer, p.delivery_count) for k, p in group.pel.items()},
-            set(group.consumers),
-            group.last_delivered(),
-        )
-
-
-def _pel_entry(key: tuple[int, int, int], consumer: bytes | None = None) -> dict[str, Any]:
-    origin, s = pel_ref(key)
-    out: dict[str, Any] = {"id": sid(s), "origin": origin}
-    if consumer is not None:
-        out["consumer"] = text(consumer)
-    return out
-
-
-def _dot(d: tuple[int, int]) -> str:
-    return f"{d[0]}:{d[1]}"
-
-
-def replicated_effect(
-    op: ops.Op, before: KeyState | None, after: KeyState | None, snap: dict[str, Any]
-) -> dict[str, Any]:
-    """What `op` changed in its key (`snap` holds what was captured before it was applied)."""
-    body = op.body
-    effect: dict[str, Any] = {}
-    if isinstance(body, ops.XAdd):
-        effect["added"] = {**_entry((body.id, op.origin)), "fields": [text(f) for f in body.fields]}
-        holders = after.entries.origins_with(body.id) if after else []
-        others = [o for o in holders if o != op.origin]
-        if others:
-            effect["same_id_in"] = others  # liberal / semi-strict duplicates
-    elif isinstance(body, ops.XDel):
-        removed = [e for e in snap["named"] if after is None or e[1] not in
-                   after.entries.origins_with(e[0])]
-        effect["removed"] = [_entry(e) for e in removed]
-        kept = [e for e in snap["named"] if e not in removed]
-        effect["kept_unobserved"] = [_entry(e) for e in kept]
-        gone = {e[0] for e in snap["named"]}
-        effect["not_present"] = [sid(s) for s in body.ids if s not in gone]
-    elif isinstance(body, ops.XTrim | ops.Del):
-        now = _entries(after)
-        was: dict[EntryKey, ops.Fields] = snap["entries"]
-        effect["removed"] = [_entry(e) for e in sorted(was) if e not in now]
-        if isinstance(body, ops.Del):
-            # A DEL removes every entry it observed: what is left, it had not.
-            effect["kept_unobserved"] = [_entry(e) for e in sorted(now) if e in was]
-            effect["groups_destroyed"] = [text(g) for g in sorted(snap["groups"])]
-        else:
-            limits = dict(body.thresholds)
-            effect["kept_unobserved"] = [
-                _entry(e) for e in sorted(now)
-                if e[1] in limits and e[0] <= limits[e[1]] and e in was
-            ]
-    elif isinstance(body, ops.XSetId):
-        ks = after
-        effect["last_id"] = [snap["last_id"], sid(ks.last_id) if ks else None]
-        if ks is not None:
-            effect["entries_added"] = ks.entries_added
-            effect["max_deleted_id"] = sid(ks.max_deleted_id)
-    elif isinstance(body, ops.GroupCreate):
-        existed = snap["group"]
-        exists = after is not None and body.group in after.groups
-        covered = op.observed()
-        beaten_by = [
-            d for d in snap["tombstones"] if covered.get(d[0], 0) < d[1]
-        ]
-        if beaten_by:
-            effect["result"] = "beaten"
-            effect["beaten_by"] = [_dot(d) for d in beaten_by]
-        elif existed:
-            effect["result"] = "merged"
-        elif exists:
-            effect["result"] = "created"
-        else:
-            effect["result"] = "no effect"
-    elif isinstance(body, ops.GroupDestroy):
-        effect["result"] = "destroyed" if snap["group"] else "no such group here"
-        effect["tombstone"] = _dot((op.origin, op.seq))
-    elif isinstance(body, ops.AckEffect):
-        look: GroupLook | None = snap["look"]
-        if look is None:
-            effect["result"] = "no such group here"
-        else:
-            group = after.groups.get(body.group) if after else None
-            now_at = group.last_delivered() if group else None
-            effect["result"] = "applied"
-            effect["frontier"] = {str(o): sid(f) for o, f in body.frontier}
-            effect["last_delivered"] = [sid(look.last_delivered),
-                                        sid(now_at) if now_at else None]
-    return effect
-
-
-def local_effect(
-    record: ops.LocalOp, look: GroupLook | None, after_group: Group | None
-) -> dict[str, Any]:
-    """What a local op did to its group: delivered, acked, claimed, dropped, consumers."""
-    body = record.body
-    if look is None or after_group is None:
-        return {"result": "no such group here (destroyed, maybe concurrently): no effect"}
-    now = GroupLook.of(after_group)
-    assert now is not None
-    effect: dict[str, Any] = {"result": "applied"}
-    if isinstance(body, ops.Deliver):
-        effect["delivered"] = [
-            {"id": sid(s), "origin": o, "consumer": text(body.consumer)} for o, s in body.entries
-        ]
-        if body.noack:
-            effect["noack"] = True
-    if isinstance(body, ops.TouchConsumer) and body.redelivered:
-        effect["redelivered"] = [{"id": sid(s), "origin": o} for o, s in body.redelivered]
-    removed = [k for k in look.pel if k not in now.pel]
-    if isinstance(body, ops.Ack):
-        effect["acked"] = [_pel_entry(k) for k in removed]
-        acked = {(k[0], k[1]) for k in removed}
-        effect["not_pending"] = [sid(s) for s in body.ids if s not in acked]
-    elif removed:
-        effect["dropped"] = [_pel_entry(k, look.pel[k][0]) for k in removed]
-    if isinstance(body, ops.Claim):
-        effect["claimed"] = [
-            {**_pel_entry(k, c), "from": text(look.pel[k][0]) if k in look.pel else None}
-            for k, (c, _n) in now.pel.items()
-            if k not in look.pel or look.pel[k] != now.pel[k]
-        ]
-    created = sorted(now.consumers - look.consumers)
-    deleted = sorted(look.consumers - now.consumers)
-    if created:
-        effect["consumers_created"] = [text(c) for c in created]
-    if deleted:
-        effect["consumers_deleted"] = [text(c) for c in deleted]
-    if now.last_delivered != look.last_delivered:
-        effect["last_delivered"] = [sid(look.last_delivered), sid(now.last_delivered)]
-    return effect
-
-
-class KeyWatch(Region):
-    """A Region that records what each op on one key changed, keyed by the op's dot."""
-
-    __slots__ = ("key", "effects")
-
-    def __init__(self, region_id: int, mode: IdMode = IdMode.STRICT, *, key: bytes) -> None:
-        super().__init__(region_id, mode)
-        self.key = key
-        self.effects: dict[tuple[str, int, int], dict[str, Any]] = {}
-
-    def receive(self, op: ops.Op) -> list[ops.Op]:
-        released = self.causal.offer(op)
-        for ready in released:
-            if ready.body.key != self.key:
-                self.state.apply(ready)
-                continue
-            snap = self._before(ready)
-            before = self.state.raw(self.key)
-            self.state.apply(ready)
-            after = self.state.get(self.key)
-            self.effects[("op", ready.origin, ready.seq)] = replicated_effect(
-                ready, before, after, snap
-            )
-        return released
-
-    def apply_local(self, record: ops.LocalOp) -> None:
-        if record.body.key != self.key:
-            super().apply_local(record)
-            return
-        look = GroupLook.of(self.state.group(self.key, record.body.group))
-        super().apply_local(record)
-        after = self.state.group(self.key, record.body.group)
-        self.effects[("local", record.region, record.seq)] = local_effect(record, look, after)
-
-    def _before(self, op: ops.Op) -> dict[str, Any]:
-        ks = self.state.raw(self.key)
-        body = op.body
-        snap: dict[str, Any] = {}
-        if isinstance(body, ops.XDel):
-            snap["named"] = [
-                (s, o) for s in body.ids for o in (ks.entries.origins_with(s) if ks else [])
-            ]
-        elif isinstance(body, ops.XTrim | ops.Del):
-            snap["entries"] = _entries(ks)
-            snap["groups"] = set(ks.groups) if ks else set()
-        elif isinstance(body, ops.XSetId):
-            snap["last_id"] = sid(ks.last_id) if ks else None
-        elif isinstance(body, ops.GroupCreate | ops.GroupDestroy):
-            snap["group"] = ks is not None and body.group in ks.groups
-            snap["tombstones"] = (
-                [] if ks is None
-                else [*ks.del_tombstones, *ks.group_tombstones.get(body.group, [])]
-            )
-        elif isinstance(body, ops.AckEffect):
-            snap["look"] = GroupLook.of(ks.groups.get(body.group) if ks else None)
-        return snap
-
+from streams.ids import IdMode
+from streams.replay.describe import SCHEMA_VERSION, place, record_view, text
+from streams.replay.keywatch import KeyWatch, entry_text
+from streams.replay.replayed import Replayed
+from streams.replay.run import Request, replay
 
 # --- the listing --------------------------------------------------------------------------------
 
@@ -301,7 +71,7 @@ def history(req: Request, key: bytes) -> History:
         watch.append(region)
         return region
 
-    req.observer, req.listen, req.make_region = observe, listen, make
+    req.observer, req.listen, req.make_region, req.key = observe, listen, make, key
     result = replay(req)
     effects = watch[0].effects
     out = History(key, result)
@@ -340,8 +110,10 @@ def _why_not(record: Record, result: Replayed) -> dict[str, Any]:
         if cut is not None and any(s > cut.get(r, 0) for r, s in record.ctx):
             return {"result": "not applied: made after the requested position"}
         needs = [(r, s) for r, s in record.ctx if applied.get(r, 0) < s]
-    return {"result": "not applied: waiting for a causal dependency",
-            "waits_for": [name(d) for d in needs]}
+    return {
+        "result": "not applied: waiting for a causal dependency",
+        "waits_for": [name(d) for d in needs],
+    }
 
 
 def step_view(step: Step, h: History) -> dict[str, Any]:
@@ -356,7 +128,7 @@ def step_view(step: Step, h: History) -> dict[str, Any]:
 
 
 def _list(items: list[dict[str, Any]], limit: int = 8) -> str:
-    shown = ", ".join(_entry_text(e) if "origin" in e else str(e) for e in items[:limit])
+    shown = ", ".join(entry_text(e) if "origin" in e else str(e) for e in items[:limit])
     return shown + (f" ... (+{len(items) - limit})" if len(items) > limit else "")
 
 
@@ -370,13 +142,15 @@ def change_text(record: Record, effect: dict[str, Any]) -> str:
     parts: list[str] = []
     if isinstance(body, ops.XAdd):
         added = effect["added"]
-        parts.append(f"added {_entry_text(added)} {' '.join(added['fields'])}")
+        parts.append(f"added {entry_text(added)} {' '.join(added['fields'])}")
         if effect.get("same_id_in"):
             parts.append(f"same ID also held by {', '.join(f'r{o}' for o in effect['same_id_in'])}")
     elif isinstance(body, ops.XDel | ops.XTrim | ops.Del):
         removed = effect["removed"]
-        parts.append(f"removed {len(removed)} entr{'y' if len(removed) == 1 else 'ies'}"
-                     + (f": {_list(removed)}" if removed else ""))
+        parts.append(
+            f"removed {len(removed)} entr{'y' if len(removed) == 1 else 'ies'}"
+            + (f": {_list(removed)}" if removed else "")
+        )
         kept = effect.get("kept_unobserved") or []
         if kept:
             parts.append(f"kept {len(kept)} it had not observed (concurrent): {_list(kept)}")
@@ -390,9 +164,11 @@ def change_text(record: Record, effect: dict[str, Any]) -> str:
     elif isinstance(body, ops.GroupCreate):
         group = text(body.group)
         if result == "beaten":
-            parts.append(f"group {group} NOT created: beaten by tombstone(s) "
-                         f"{', '.join(effect['beaten_by'])} its context had not observed "
-                         "(delete wins)")
+            parts.append(
+                f"group {group} NOT created: beaten by tombstone(s) "
+                f"{', '.join(effect['beaten_by'])} its context had not observed "
+                "(delete wins)"
+            )
         elif result == "merged":
             parts.append(f"group {group} already existed: merged (concurrent creates)")
         else:
@@ -403,8 +179,10 @@ def change_text(record: Record, effect: dict[str, Any]) -> str:
         if result == "applied":
             was, now = effect["last_delivered"]
             frontier = ",".join(f"r{o}<={s}" for o, s in effect["frontier"].items())
-            parts.append(f"acked up to {frontier} in group {text(body.group)}"
-                         + (f"; last-delivered {was} -> {now}" if was != now else ""))
+            parts.append(
+                f"acked up to {frontier} in group {text(body.group)}"
+                + (f"; last-delivered {was} -> {now}" if was != now else "")
+            )
         else:
             parts.append(f"group {text(body.group)}: {result}")
     else:
@@ -418,8 +196,10 @@ def _local_text(body: ops.Body, effect: dict[str, Any]) -> list[str]:
     parts: list[str] = []
     if effect.get("delivered"):
         d = effect["delivered"]
-        parts.append(f"delivered {_list(d)} to {d[0]['consumer']}"
-                     + (" (NOACK)" if effect.get("noack") else ""))
+        parts.append(
+            f"delivered {_list(d)} to {d[0]['consumer']}"
+            + (" (NOACK)" if effect.get("noack") else "")
+        )
     if effect.get("redelivered"):
         parts.append(f"delivered again {_list(effect['redelivered'])}")
     if "acked" in effect:
@@ -427,9 +207,14 @@ def _local_text(body: ops.Body, effect: dict[str, Any]) -> list[str]:
         if effect.get("not_pending"):
             parts.append(f"not pending: {', '.join(effect['not_pending'])}")
     if effect.get("claimed"):
-        parts.append("claimed " + ", ".join(
-            f"{_entry_text(c)} -> {c['consumer']}" + (f" (from {c['from']})" if c["from"] else "")
-            for c in effect["claimed"][:8]))
+        parts.append(
+            "claimed "
+            + ", ".join(
+                f"{entry_text(c)} -> {c['consumer']}"
+                + (f" (from {c['from']})" if c["from"] else "")
+                for c in effect["claimed"][:8]
+            )
+        )
     if effect.get("dropped"):
         parts.append(f"dropped from the PEL {_list(effect['dropped'])}")
     if effect.get("consumers_created"):
@@ -444,14 +229,16 @@ def _local_text(body: ops.Body, effect: dict[str, Any]) -> list[str]:
     return parts
 
 
-def step_line(view: dict[str, Any], names: dict[int, str]) -> str:
+def step_line(view: dict[str, Any], names: dict[int, str], shards: int = 1) -> str:
     ctx = ",".join(f"{names.get(int(r), 'r' + r)}={s}" for r, s in view["ctx"].items()) or "-"
-    where = f"{view['topic']}@{view['offset']}"
+    where = place(view["topic"], view["partition"], view["offset"], shards)
     index = f"#{view['index']}" if view["index"] is not None else "-"
     group = view["args"].get("group")
     op = view["op"] + (f" {group}" if group is not None else "")
-    return (f"{index:>6} {where:<14} {view['dot']:<11} ctx[{ctx}] {_when(view['op_ts_ms'])} "
-            f"{op}: {view['change']}")
+    return (
+        f"{index:>6} {where:<14} {view['dot']:<11} ctx[{ctx}] {_when(view['op_ts_ms'])} "
+        f"{op}: {view['change']}"
+    )
 
 
 def _when(ms: int) -> str:
@@ -469,6 +256,7 @@ def summary_view(h: History) -> dict[str, Any]:
         "region": result.region_name,
         "region_id": result.region.id,
         "vector": result.vector_named(),
+        **({"shard": result.shard, "shards": result.shards} if result.shards > 1 else {}),
         "applied": len(h.steps),
         "not_applied": len(h.unapplied),
         "digest": result.region.state.digest(),

@@ -1,22 +1,37 @@
 """Replay positions as operators write them, and the errors that mean "cannot be resolved".
 
-- `--at r1=120,r2=98`: per-origin op seq, as CRDT.VECTOR prints it (a region named by its name
-  or its numeric id); origins not named are cut at 0.
-- `--offsets TOPIC=OFFSET,...`: the next offset to read per topic (records before it count);
-  topics not named are read to their end.
-- `--time ISO8601`: each topic up to its last record with a Kafka timestamp at or before then.
+A region of S shards is S replicated state machines, each numbering its own ops (DESIGN.md
+section 13), so a per-origin seq means something only within one shard:
+
+- `--at r1=120,r2=98`: per-origin op seq, as CRDT.VECTOR prints it with one shard (a region named
+  by its name or its numeric id); origins not named are cut at 0. With several shards this plain
+  form applies to the one shard replayed (`--shard N`, or the key's shard for `history`) and is
+  refused otherwise: summed over shards, a seq names no op.
+- `--at '0:r1=120,r2=98;1:r1=80'`: the per-shard form, one `SHARD:VECTOR` per shard, `;` between
+  them (quote it in a shell), as CRDT.SHARDS reports a live node's shards and REPLAY.POSITION /
+  `diff` print a position; shards not named are cut at 0 like origins not named.
+- `--offsets TOPIC[:PARTITION]=OFFSET,...`: the next offset to read per topic partition (records
+  before it count; partition 0 when omitted); partitions not named are read to their end.
+- `--time ISO8601`: each partition up to its last record with a Kafka timestamp at or before then.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
+
+Cut = dict[int, int]
+"""origin id -> the last seq applied (one shard's position)."""
+
+_SHARD_PART = re.compile(r"^\s*(\d+)\s*:(.*)$", re.DOTALL)
 
 
 class PositionError(ValueError):
     """A position that cannot be parsed or resolved (exit code 3)."""
 
 
-def parse_pairs(text: str, what: str) -> list[tuple[str, int]]:
+def parse_pairs(text: str, what: str, allow_empty: bool = False) -> list[tuple[str, int]]:
     pairs: list[tuple[str, int]] = []
     for item in text.split(","):
         item = item.strip()
@@ -32,15 +47,15 @@ def parse_pairs(text: str, what: str) -> list[tuple[str, int]]:
         if number < 0:
             raise PositionError(f"{what}: {item!r} is negative")
         pairs.append((name, number))
-    if not pairs:
+    if not pairs and not allow_empty:
         raise PositionError(f"{what}: empty position")
     return pairs
 
 
-def resolve_at(text: str, ids: dict[str, int]) -> dict[int, int]:
+def resolve_at(text: str, ids: Mapping[str, int], allow_empty: bool = False) -> Cut:
     """`r1=120,r2=98` -> {origin id: seq}; `ids` maps region names to ids (from the logs)."""
-    cut: dict[int, int] = {}
-    for name, seq in parse_pairs(text, "--at"):
+    cut: Cut = {}
+    for name, seq in parse_pairs(text, "--at", allow_empty):
         if name in ids:
             cut[ids[name]] = seq
         elif name.isdigit():
@@ -51,8 +66,71 @@ def resolve_at(text: str, ids: dict[str, int]) -> dict[int, int]:
     return cut
 
 
-def parse_offsets(text: str) -> dict[str, int]:
-    return dict(parse_pairs(text, "--offsets"))
+def is_per_shard(text: str) -> bool:
+    """Whether `--at` is in the per-shard form (`0:r1=120;1:r2=3`)."""
+    return any(_SHARD_PART.match(part) for part in text.split(";") if part.strip())
+
+
+def resolve_cuts(
+    text: str, ids: Mapping[str, int], shards: int, replayed: Collection[int]
+) -> dict[int, Cut]:
+    """`--at` in either form -> the cut of each replayed shard."""
+    if not is_per_shard(text):
+        if len(replayed) != 1:
+            raise PositionError(
+                f"--at {text}: this region has {shards} shards, each numbering its own ops, so "
+                "a per-origin seq names an op of one shard only: add --shard N, or give each "
+                "shard's position: --at '0:r1=120,r2=98;1:r1=80'"
+            )
+        return {next(iter(replayed)): resolve_at(text, ids)}
+    named: dict[int, Cut] = {}
+    for part in text.split(";"):
+        if not part.strip():
+            continue
+        found = _SHARD_PART.match(part)
+        if found is None:
+            raise PositionError(f"--at: {part.strip()!r} is not SHARD:r1=120,... (per-shard form)")
+        shard = int(found.group(1))
+        if shard >= shards:
+            raise PositionError(
+                f"--at: shard {shard}, but the region has {shards} (0..{shards - 1})"
+            )
+        if shard in named:
+            raise PositionError(f"--at: shard {shard} named twice")
+        named[shard] = resolve_at(found.group(2), ids, allow_empty=True)
+    return {s: named.get(s, {}) for s in replayed}
+
+
+def at_text(vectors: Mapping[int, Mapping[int, int]], names: Mapping[int, str], shards: int) -> str:
+    """A position as `--at` takes it back: the plain form for a region of one shard, else the
+    per-shard form (shards whose vector is empty left out: not named means 0)."""
+    if shards == 1:
+        return vector_text(vectors.get(0, {}), names)
+    return ";".join(
+        f"{shard}:{vector_text(vector, names)}"
+        for shard, vector in sorted(vectors.items())
+        if vector
+    )
+
+
+def vector_text(vector: Mapping[int, int], names: Mapping[int, str] | None = None) -> str:
+    """`r1=120,r2=98`: one vector, its origins by name (`r<id>` for an unnamed one)."""
+    names = names or {}
+    return ",".join(f"{names.get(r, f'r{r}')}={s}" for r, s in sorted(vector.items()))
+
+
+def parse_offsets(text: str) -> dict[tuple[str, int], int]:
+    """`r1.oplog=120,r1.oplog:3=7` -> {(topic, partition): next offset}. Kafka topic names hold
+    no `:`, so a `:NUMBER` suffix is always a partition."""
+    out: dict[tuple[str, int], int] = {}
+    for name, offset in parse_pairs(text, "--offsets"):
+        topic, sep, partition = name.rpartition(":")
+        if not sep:
+            topic, partition = name, "0"
+        if not topic or not partition.isdigit():
+            raise PositionError(f"--offsets: {name!r} is not TOPIC or TOPIC:PARTITION")
+        out[(topic, int(partition))] = offset
+    return out
 
 
 def parse_time(text: str) -> int:

@@ -6,12 +6,13 @@ in a partition and it answers *nothing* when the wait expires first, so a short 
 read a topic of thousands of transactions. A partition's end is its EOF event, never the high
 watermark (on Tansu the last batch's base offset + 1): `topology.kafka.ReadToEnd` reads to it.
 Records come back raw (value bytes), so `streams log` can show an undecodable record and go on.
+Partitions are explicit everywhere: a region's logs have one partition per shard.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +48,9 @@ def _consumer(bootstrap: str) -> Consumer:
     return Consumer(config)
 
 
-def list_topics(bootstrap: str, timeout: float = 10.0) -> list[str]:
+def partition_counts(bootstrap: str, timeout: float = 10.0) -> dict[str, int]:
+    """Every topic on the cluster (Kafka's internal `__` ones left out) -> its partition count:
+    a region's logs have one partition per shard."""
     consumer = _consumer(bootstrap)
     try:
         metadata = consumer.list_topics(timeout=timeout)
@@ -55,7 +58,15 @@ def list_topics(bootstrap: str, timeout: float = 10.0) -> list[str]:
         raise ReadError(f"cannot list topics on {bootstrap}: {exc}") from exc
     finally:
         consumer.close()
-    return sorted(t for t in metadata.topics if not t.startswith("__"))
+    return {
+        name: len(topic.partitions)
+        for name, topic in sorted(metadata.topics.items())
+        if not name.startswith("__")
+    }
+
+
+def list_topics(bootstrap: str, timeout: float = 10.0) -> list[str]:
+    return list(partition_counts(bootstrap, timeout))
 
 
 def oplog_topics(topics: list[str]) -> list[str]:
@@ -131,13 +142,14 @@ def read(
     return positions
 
 
-def first_records(bootstrap: str, topics: list[str]) -> dict[str, Raw]:
-    """The first record of each topic (empty topics are absent): how origins get their names."""
-    found: dict[str, Raw] = {}
+def first_records(bootstrap: str, parts: Iterable[Partition]) -> dict[Partition, Raw]:
+    """The first record of each partition (empty ones are absent): how origins get their names
+    (a shard may be the only one whose partition an origin wrote to)."""
+    found: dict[Partition, Raw] = {}
 
     def take(raw: Raw) -> bool:
-        found[raw.topic] = raw
+        found[(raw.topic, raw.partition)] = raw
         return False
 
-    read(bootstrap, {(t, 0): 0 for t in topics}, take)
+    read(bootstrap, dict.fromkeys(parts, 0), take)
     return found

@@ -1,9 +1,16 @@
 """Replay one region's logs from a Kafka cluster to a position: the engine behind the verbs.
 
-Reads the region's `.local` topic first (so the fold knows every local op's gate before the
-replicated ops arrive), then every op-log topic on the cluster together, from the snapshot's
-positions when one is given. Corrupt records fail closed (`CorruptError`) unless `on_corrupt`
-is "skip": then each skipped position is written to the audit file and the result is tainted.
+A region of S shards is S replicated state machines (DESIGN.md section 13): shard s is partition
+s of every log, numbers its own ops and never depends on another shard. So the replay folds each
+partition into its own `Region` with its own `Fold`, exactly as the node's shard s does, and the
+region's digest combines the shards' digests (`streams.crdt.keyspace.digest`) as CRDT.DIGEST
+does. With `shard` (`--shard N`) or `key` (history) only that shard's partitions are read.
+
+Reads the region's `.local` partitions first (so each fold knows every local op's gate before
+the replicated ops arrive), then every op-log topic's partitions together, from the snapshots'
+positions when given (one file per shard). Corrupt records fail closed (`CorruptError`) unless
+`on_corrupt` is "skip": then each skipped position is written to the audit file and the shard's
+result is tainted.
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -22,9 +29,16 @@ from streams.ids import IdMode
 from streams.ops.codec import DecodeError, decode
 from streams.replay import reader
 from streams.replay.describe import SCHEMA_VERSION
-from streams.replay.positions import PositionError, parse_offsets, parse_time, resolve_at
-from streams.snapshot import read_snapshot
-from topology.topics import LOCAL_SUFFIX, OPLOG_SUFFIX
+from streams.replay.logs import Logs, discover
+from streams.replay.positions import (
+    Cut,
+    PositionError,
+    parse_offsets,
+    parse_time,
+    resolve_cuts,
+)
+from streams.replay.replayed import Replayed
+from streams.snapshot import Positions, read_shard, read_snapshot
 
 Partition = tuple[str, int]
 Listener = Callable[[Partition, int, Record], None]
@@ -51,7 +65,13 @@ class Request:
     at: str | None = None
     offsets: str | None = None
     time: str | None = None
-    snapshot: str | None = None
+    snapshot: str | Sequence[str] | None = None
+    """A snapshot file, or several (one per shard: `streams.snapshot.read_shard` tells which;
+    files of shards not replayed are passed over); a shard without one replays from the start."""
+    shard: int | None = None
+    """Replay only this shard (`--shard N`); None: every shard (or `key`'s)."""
+    key: bytes | None = None
+    """Replay only the shard that holds this key (history)."""
     on_corrupt: str = "fail"
     audit: str | None = None
     progress: bool = False
@@ -61,29 +81,19 @@ class Request:
     make_region: RegionFactory | None = None
     """A Region subclass to fold into (history watches one key); not with a snapshot."""
 
+    def snapshot_files(self) -> list[str]:
+        if self.snapshot is None:
+            return []
+        return [self.snapshot] if isinstance(self.snapshot, str) else list(self.snapshot)
+
 
 @dataclass
-class Replayed:
-    fold: Fold
-    region_name: str
-    names: dict[int, str]
-    topics: list[str]
-    skipped: list[dict[str, Any]] = field(default_factory=list)
+class Start:
+    """Where one shard's fold starts: a fresh region, or a snapshot's region and positions."""
+
+    region: Region
+    positions: Positions = field(default_factory=dict)
     tainted: bool = False
-    records: int = 0
-    seconds: float = 0.0
-
-    @property
-    def region(self) -> Region:
-        return self.fold.region
-
-    def vector_named(self) -> dict[str, int]:
-        return {self.names.get(o, str(o)): s for o, s in sorted(self.region.vector.items())}
-
-
-def origin_name(topic: str) -> str:
-    """`r1.oplog` and MirrorMaker 2's `A.r1.oplog` both name region r1."""
-    return topic.removesuffix(OPLOG_SUFFIX).rsplit(".", 1)[-1]
 
 
 class Progress:
@@ -108,93 +118,127 @@ class Progress:
         if self.total and rate > 0:
             eta = f", ETA {max(0.0, (self.total - self.done) / rate):.0f}s"
         of = f" of ~{self.total}" if self.total else ""
-        print(f"replay: {self.done}{of} records, {rate:,.0f} records/s{eta}", file=self.out,
-              flush=True)
+        print(
+            f"replay: {self.done}{of} records, {rate:,.0f} records/s{eta}",
+            file=self.out,
+            flush=True,
+        )
+
+
+def _starts(req: Request, logs: Logs, shards: list[int]) -> dict[int, Start]:
+    """Each replayed shard's starting point: its snapshot file when one was given."""
+    mode = IdMode.parse(req.id_mode)
+    starts = {s: Start((req.make_region or Region)(logs.region_id, mode)) for s in shards}
+    files = req.snapshot_files()
+    if files and req.make_region is not None:
+        raise PositionError("this verb replays from the start: it takes no --snapshot")
+    seen: dict[int, str] = {}
+    for path in files:
+        with open(path, "rb") as fp:
+            shard = read_shard(fp)
+            fp.seek(0)
+            region, positions, meta = read_snapshot(fp)
+        if shard >= logs.shards:
+            raise PositionError(
+                f"snapshot {path} is of shard {shard}, but region {logs.region_name} has "
+                f"{logs.shards} shard(s)"
+            )
+        if shard in seen:
+            raise PositionError(f"{seen[shard]} and {path} are both snapshots of shard {shard}")
+        seen[shard] = path
+        if region.id != logs.region_id:
+            raise PositionError(
+                f"snapshot {path} is of region id {region.id}, not {logs.region_name} "
+                f"(id {logs.region_id})"
+            )
+        if shard in starts:
+            tainted = meta.get("tainted", "") not in ("", "false")
+            starts[shard] = Start(region, positions, tainted)
+    return starts
+
+
+def _cuts(req: Request, logs: Logs, starts: dict[int, Start]) -> dict[int, Cut] | None:
+    if not req.at:
+        return None
+    cuts = resolve_cuts(req.at, logs.ids, logs.shards, list(starts))
+    for shard, cut in cuts.items():
+        for origin, seq in starts[shard].region.vector.items():
+            if seq > cut.get(origin, 0):
+                raise SnapshotPastError(
+                    f"the snapshot is past the requested position ({logs.names.get(origin, origin)}"
+                    f"={seq} > {cut.get(origin, 0)}{_in_shard(logs, shard)})"
+                )
+    return cuts
+
+
+def _stops(req: Request, logs: Logs, starts: dict[int, Start]) -> dict[Partition, int]:
+    stops: dict[Partition, int] = {}
+    if not req.offsets:
+        return stops
+    for (topic, partition), offset in parse_offsets(req.offsets).items():
+        if topic not in logs.topics:
+            raise PositionError(
+                f"--offsets: no topic {topic} among the logs of {logs.region_name} on "
+                f"{logs.bootstrap} ({', '.join(logs.topics)})"
+            )
+        if partition not in starts:
+            which = f"shard {partition} is not replayed (--shard)"
+            if partition >= logs.shards:
+                which = f"{topic} has {logs.shards} partition(s)"
+            raise PositionError(f"--offsets: {topic}:{partition}: {which}")
+        if offset < starts[partition].positions.get((topic, partition), 0):
+            raise SnapshotPastError(f"--offsets: the snapshot is past {topic}:{partition}={offset}")
+        stops[(topic, partition)] = offset
+    return stops
+
+
+def _in_shard(logs: Logs, shard: int) -> str:
+    return f" in shard {shard}" if logs.shards > 1 else ""
+
+
+class _Audit:
+    """The `--on-corrupt skip` audit file: opened at the first skipped record, never before."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.fp: TextIO | None = None
+
+    def write(self, entry: dict[str, Any]) -> None:
+        if self.fp is None and self.path:
+            self.fp = open(self.path, "a")  # noqa: SIM115 (closed after the read)
+        if self.fp is not None:
+            self.fp.write(json.dumps(entry) + "\n")
+            self.fp.flush()
+
+    def close(self) -> None:
+        if self.fp is not None:
+            self.fp.close()
 
 
 def replay(req: Request) -> Replayed:
     started = time.monotonic()
-    topics = reader.list_topics(req.bootstrap)
-    locals_ = reader.local_topics(topics)
-    if req.region is not None:
-        local = f"{req.region}{LOCAL_SUFFIX}"
-        if local not in topics:
-            have = ", ".join(t.removesuffix(LOCAL_SUFFIX) for t in locals_) or "none"
-            raise PositionError(
-                f"no topic {local} on {req.bootstrap}: this cluster holds the local log of {have}"
-            )
-    elif len(locals_) == 1:
-        local = locals_[0]
-    else:
-        raise PositionError(
-            f"{req.bootstrap} holds {len(locals_)} region-local logs ({', '.join(locals_)}): "
-            "name the region with --region"
-        )
-    region_name = local.removesuffix(LOCAL_SUFFIX)
-    oplogs = reader.oplog_topics(topics)
-    firsts = reader.first_records(req.bootstrap, [*oplogs, local])
-    names: dict[int, str] = {}
-    region_id: int | None = None
-    for topic, raw in firsts.items():
-        try:
-            record = decode(raw.value)
-        except DecodeError:
-            continue  # reported where it is read for real
-        if isinstance(record, ops.Op):
-            names.setdefault(record.origin, origin_name(topic))
-        elif topic == local:
-            region_id = record.region
-    ids = {name: rid for rid, name in names.items()}
-    if region_id is None:
-        region_id = ids.get(region_name)
-    if region_id is None and region_name.startswith("r") and region_name[1:].isdigit():
-        region_id = int(region_name[1:])
-    if region_id is None:
-        region_id = 0  # the region never wrote: its id matters for nothing replayed
-    names.setdefault(region_id, region_name)
-
-    mode = IdMode.parse(req.id_mode)
-    region = (req.make_region or Region)(region_id, mode)
-    start_positions: dict[Partition, int] = {}
-    tainted = False
-    if req.snapshot is not None:
-        if req.make_region is not None:
-            raise PositionError("this verb replays from the start: it takes no --snapshot")
-        with open(req.snapshot, "rb") as fp:
-            region, start_positions, meta = read_snapshot(fp)
-        if region.id != region_id:
-            raise PositionError(
-                f"snapshot {req.snapshot} is of region id {region.id}, not {region_name} "
-                f"(id {region_id})"
-            )
-        tainted = meta.get("tainted", "") not in ("", "false")
-
-    cut = resolve_at(req.at, ids) if req.at else None
-    if cut is not None:
-        for origin, seq in region.vector.items():
-            if seq > cut.get(origin, 0):
-                raise SnapshotPastError(
-                    f"the snapshot is past the requested position ({names.get(origin, origin)}"
-                    f"={seq} > {cut.get(origin, 0)})"
-                )
-    stops: dict[Partition, int] = {}
-    if req.offsets:
-        for topic, offset in parse_offsets(req.offsets).items():
-            if topic not in topics:
-                raise PositionError(f"--offsets: no topic {topic} on {req.bootstrap}")
-            if offset < start_positions.get((topic, 0), 0):
-                raise SnapshotPastError(f"--offsets: the snapshot is past {topic}={offset}")
-            stops[(topic, 0)] = offset
+    logs = discover(req.bootstrap, req.region)
+    starts = _starts(req, logs, logs.shards_for(req.shard, req.key))
+    cuts = _cuts(req, logs, starts)
+    stops = _stops(req, logs, starts)
     until_ms = parse_time(req.time) if req.time else None
 
-    fold = Fold(region, positions=start_positions, cut=cut, observer=req.observer)
-    result = Replayed(fold, region_name, names, [local, *oplogs], tainted=tainted)
-    max_seq: dict[int, int] = {}
-    audit_fp: TextIO | None = None  # opened at the first skipped record, never before
+    folds = {
+        shard: Fold(
+            start.region,
+            positions=start.positions,
+            cut=None if cuts is None else cuts[shard],
+            observer=req.observer,
+        )
+        for shard, start in starts.items()
+    }
+    result = Replayed(folds, logs, tainted_shards={s for s, x in starts.items() if x.tainted})
+    max_seq: dict[tuple[int, int], int] = {}
+    audit = _Audit(req.audit)
 
     def sink(raw: reader.Raw) -> bool:
-        nonlocal audit_fp
         part = (raw.topic, raw.partition)
+        fold = folds[raw.partition]
         if until_ms is not None and raw.timestamp_ms is not None and raw.timestamp_ms > until_ms:
             return False
         result.records += 1
@@ -216,50 +260,52 @@ def replay(req: Request) -> Replayed:
                 "reason": str(exc),
             }
             result.skipped.append(entry)
-            result.tainted = True
-            if audit_fp is None and req.audit:
-                audit_fp = open(req.audit, "a")  # noqa: SIM115 (closed after the read)
-            if audit_fp is not None:
-                audit_fp.write(json.dumps(entry) + "\n")
-                audit_fp.flush()
+            result.tainted_shards.add(raw.partition)
+            audit.write(entry)
             fold.skip(part, raw.offset)
             return True
         if isinstance(record, ops.Op):
-            max_seq[record.origin] = max(max_seq.get(record.origin, 0), record.seq)
+            top = (raw.partition, record.origin)
+            max_seq[top] = max(max_seq.get(top, 0), record.seq)
         if req.listen is not None:
             req.listen(part, raw.offset, record)
         fold.feed(part, raw.offset, record)
-        # An op log holds one origin's ops in seq order: past the cut, nothing more is needed.
-        past = isinstance(record, ops.Op) and cut is not None
-        return not (past and record.seq > cut.get(record.origin, 0))  # type: ignore[union-attr]
+        # An op log's partition holds one origin's ops of one shard in seq order: past the
+        # shard's cut, nothing more is needed.
+        if not isinstance(record, ops.Op) or fold.cut is None:
+            return True
+        return record.seq <= fold.cut.get(record.origin, 0)
 
     progress = Progress(req.progress, None)
+
+    def read_from(topics: list[str]) -> dict[Partition, int]:
+        begin = {
+            (t, s): start.positions.get((t, s), 0) for t in topics for s, start in starts.items()
+        }
+        return reader.read(req.bootstrap, begin, sink, stops=stops, progress=progress)
+
     try:
-        local_part = (local, 0)
-        reader.read(
-            req.bootstrap,
-            {local_part: start_positions.get(local_part, 0)},
-            sink,
-            stops=stops,
-            progress=progress,
-        )
-        starts = {(t, 0): start_positions.get((t, 0), 0) for t in oplogs}
-        ended = reader.read(req.bootstrap, starts, sink, stops=stops, progress=progress)
+        ended = read_from([logs.local])
+        ended.update(read_from(logs.oplogs))
     finally:
-        if audit_fp is not None:
-            audit_fp.close()
-    fold.finish()
+        audit.close()
+    for fold in folds.values():
+        fold.finish()
     for part, wanted in stops.items():
-        reached = max(ended.get(part, 0), fold.read.get(part, 0))
+        reached = max(ended.get(part, 0), folds[part[1]].read.get(part, 0))
         if reached < wanted:
-            raise PositionError(f"--offsets: {part[0]} ends at offset {reached}, before {wanted}")
-    if cut is not None:
+            raise PositionError(
+                f"--offsets: {part[0]}:{part[1]} ends at offset {reached}, before {wanted}"
+            )
+    for shard, cut in (cuts or {}).items():
         for cut_origin, cut_seq in cut.items():
-            top = max(max_seq.get(cut_origin, 0), region.vector.get(cut_origin, 0))
+            applied = folds[shard].region.vector.get(cut_origin, 0)
+            top = max(max_seq.get((shard, cut_origin), 0), applied)
             if top < cut_seq:
-                who = names.get(cut_origin, str(cut_origin))
+                who = logs.names.get(cut_origin, str(cut_origin))
                 raise PositionError(
-                    f"--at: the logs hold ops of {who} up to seq {top}, not {cut_seq}"
+                    f"--at: the logs hold ops of {who} up to seq {top}{_in_shard(logs, shard)}, "
+                    f"not {cut_seq}"
                 )
     result.seconds = time.monotonic() - started
     return result

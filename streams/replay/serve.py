@@ -15,8 +15,14 @@ Read-only: a command the table flags as a write, or whose dispatch produced ops,
   given and the position is not before it, else from the start of the logs; it runs in a thread,
   and the old view keeps answering until the new one is complete. A position that cannot be
   resolved is an error reply and the view does not move.
-- `REPLAY.POSITION`: region, the applied vector (as `--at` takes it), the digest (as CRDT.DIGEST),
-  the clock, tainted, records read, ops read but not applied.
+- `REPLAY.POSITION`: region, the position (as `--at` takes it: per shard with several shards),
+  the digest (as CRDT.DIGEST), the clock, tainted, records read, ops read but not applied; with
+  several shards also `shards`: per shard replayed, its index, digest and vector.
+
+Shards: the whole region is served (every shard, unless `--shard N` picked one). Commands read
+through `streams.crdt.keyspace.Sharded`, which routes each key to its shard's state, as a node
+owning every shard does; CRDT.VECTOR is the per-origin sum over the shards and CRDT.DIGEST
+combines the shards' digests, as a live node answers them.
 
 The clock: commands that report idle times (XPENDING, XINFO CONSUMERS / STREAM FULL) compute them
 against the newest origin time among the records applied, i.e. as of the position, not as of now.
@@ -37,17 +43,17 @@ from streams import errors
 from streams.commands.base import Command, Context
 from streams.commands.table import run
 from streams.crdt.fold import Applied
+from streams.crdt.keyspace import Keyspace
 from streams.errors import CommandError
 from streams.node import auth, connection, router
 from streams.node.admin import vector_reply
 from streams.node.clients import Client
 from streams.node.dispatch import Builtin, Dispatcher, Ran, sync
 from streams.replay import reader
-from streams.replay.describe import vector_text
-from streams.replay.positions import PositionError
+from streams.replay.positions import PositionError, vector_text
+from streams.replay.replayed import Replayed
 from streams.replay.run import (
     CorruptError,
-    Replayed,
     Request,
     SnapshotPastError,
     replay,
@@ -77,23 +83,34 @@ class View:
     result: Replayed
     asked: str
     clock_ms: int
+    keyspace: Keyspace = dataclasses.field(init=False)
+    """What commands read (one shard's state, or every shard's routed by key)."""
+
+    def __post_init__(self) -> None:
+        self.keyspace = self.result.keyspace()
+
+    def _vector(self, vector: dict[int, int]) -> bytes:
+        return vector_text(vector, self.result.names).encode()
 
     def position(self) -> Map:
         result = self.result
-        fold = result.fold
-        waiting = result.region.causal.waiting + fold.gated + fold.waiting_local
-        return Map(
-            (
-                (b"region", result.region_name.encode()),
-                (b"at", vector_text(result.region.vector, result.names).encode()),
-                (b"digest", result.region.state.digest().encode()),
-                (b"asked", self.asked.encode()),
-                (b"clock-ms", self.clock_ms),
-                (b"tainted", int(result.tainted)),
-                (b"records", result.records),
-                (b"waiting-ops", waiting),
-            )
-        )
+        fields: list[tuple[bytes, Reply]] = [
+            (b"region", result.region_name.encode()),
+            (b"at", result.at().encode()),
+            (b"digest", result.digest().encode()),
+            (b"asked", self.asked.encode()),
+            (b"clock-ms", self.clock_ms),
+            (b"tainted", int(result.tainted)),
+            (b"records", result.records),
+            (b"waiting-ops", result.waiting()),
+        ]
+        if result.shards > 1:
+            shards: list[Reply] = [
+                [index, fold.region.state.digest().encode(), self._vector(fold.region.vector)]
+                for index, fold in result.folds.items()
+            ]
+            fields.append((b"shards", shards))
+        return Map(tuple(fields))
 
 
 def load(
@@ -149,9 +166,13 @@ class ReplayBackend:
             return Ran(CommandError(READONLY))
         view = self.view
         result = view.result
-        region = result.region
         ctx = Context(
-            region.state, region.id, region.mode, view.clock_ms, region.vector, result.names
+            view.keyspace,
+            result.region_id,
+            result.mode,
+            view.clock_ms,
+            result.vector(),
+            result.names,
         )
         out = run(cmd, ctx, args)
         if out.ops:
@@ -197,13 +218,13 @@ class ReplayHandler:
         handlers: dict[str, Builtin] = dict.fromkeys(router.BUILTINS, sync(_not_on_replay))
         served = connection.builtins(self.dispatcher.auth, self.dispatcher.clients)
         handlers.update({name: served[name] for name in CONNECTION})
-        handlers["crdt.digest"] = sync(lambda c, a: self.view.result.region.state.digest().encode())
+        handlers["crdt.digest"] = sync(lambda c, a: self.view.result.digest().encode())
         handlers["crdt.vector"] = sync(self._vector)
         return handlers
 
     def _vector(self, client: Client, args: list[bytes]) -> Reply:
         result = self.view.result
-        return vector_reply(result.region.vector, result.names, result.region.id)
+        return vector_reply(result.vector(), result.names, result.region_id)
 
     async def _own(self, name: bytes, args: list[bytes]) -> Reply:
         if name == b"replay.position":
@@ -232,11 +253,11 @@ def _not_on_replay(client: Client, args: list[bytes]) -> Reply:
 async def _serve_forever(handler: ReplayHandler, host: str, port: int) -> None:
     server = await serve(handler, host, port)
     bound = server.sockets[0].getsockname()
-    view = handler.view
+    result = handler.view.result
     print(
-        f"serving region {view.result.region_name} at "
-        f"{vector_text(view.result.region.vector, view.result.names) or '(empty)'} (digest "
-        f"{view.result.region.state.digest()[:16]}...) read-only on {bound[0]}:{bound[1]}; "
+        f"serving region {result.region_name}{_shards_text(result)} at "
+        f"{result.at() or '(empty)'} (digest {result.digest()[:16]}...) read-only on "
+        f"{bound[0]}:{bound[1]}; "
         "REPLAY.SEEK <position> moves it, REPLAY.POSITION shows it; Ctrl-C stops",
         flush=True,
     )
@@ -249,6 +270,14 @@ async def _serve_forever(handler: ReplayHandler, host: str, port: int) -> None:
     finally:
         server.close()
         await server.wait_closed()
+
+
+def _shards_text(result: Replayed) -> str:
+    if result.shards == 1:
+        return ""
+    if result.shard is not None:
+        return f" (shard {result.shard} of {result.shards})"
+    return f" ({result.shards} shards)"
 
 
 def serve_replay(req: Request, host: str, port: int) -> int:

@@ -10,8 +10,9 @@ API (pure; no Kafka):
 - `write_snapshot(region, positions, out, *, region_name=None, meta=None, with_digest=True)`:
   write `streams.crdt.Region` `region` and `positions` ({(topic, partition): next offset}, every
   op-log topic of the cluster and the region's own `.local`) to the binary file `out`.
-- `read_snapshot(fp) -> (region, positions, meta)`: the inverse. Raises `SnapshotError` for an
-  unreadable, truncated, reordered or self-inconsistent file: never a partial or wrong state.
+- `read_snapshot(fp) -> (region, positions, meta)`: the inverse (`reading`). Raises
+  `SnapshotError` for an unreadable, truncated, reordered or self-inconsistent file: never a
+  partial or wrong state.
 
 Layout (`schemas/snapshot_v1.avsc`, container metadata `streams.snapshot.format_version` = "1",
 deflate-compressed blocks, whose checksums catch flipped bytes):
@@ -26,6 +27,11 @@ deflate-compressed blocks, whose checksums catch flipped bytes):
 3. `Trailer`: counts of records, keys and entries, and the digest of the replicated state
    (`State.digest()`, optional for writers that cannot compute it); a file without it is
    truncated.
+
+Shards: a snapshot holds one shard (one `Region`; a region of S shards has S of them, and its
+positions name only that shard's partition of each log). `meta["shard"]` says which, and
+`read_shard(fp)` reads it from the header alone (else the partition the positions name, else 0),
+so a node given one `--snapshot` file per shard knows where each goes.
 
 Ops still waiting in the causal buffer are not stored: the positions must point at or before
 them so that the tail replay reads them again (`streams.crdt.fold.Fold.safe_positions`).
