@@ -35,7 +35,8 @@ def fill(client: redis.Redis, n: int) -> None:
 def info(client: redis.Redis) -> dict[bytes, bytes]:
     flat = client.execute_command("CRDT.INFO")  # type: ignore[no-untyped-call]
     return {
-        k: v if isinstance(v, bytes) else str(v).encode() for k, v in zip(flat[::2], flat[1::2], strict=True)
+        k: v if isinstance(v, bytes) else str(v).encode()
+        for k, v in zip(flat[::2], flat[1::2], strict=True)
     }
 
 

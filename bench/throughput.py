@@ -1,14 +1,18 @@
-"""Write and consumption throughput, replication latency under load and idle cost, measured the way
-users load a database: many clients at once, pipelines, side by side with redis-server.
+"""The loads and servers of `python -m bench` (the run itself is bench/shards.py): what users do to
+a database, many clients at once and pipelines, measured the same way on redis-server and on ours.
 
-Everything runs in one process tree on this machine, alternating ours and Redis's in the same run:
-- redis-server 7 (Debian's) with `appendonly yes, appendfsync always` (durable, the anchor of
-  group commit) and with persistence off;
-- an embedded topology of 1, 2 or 3 regions (Tansu brokers, mirrors, region nodes).
-`redis-benchmark -c 50` drives XADD at pipeline 1 and 16; an asyncio client pool (50
-connections) drives the XREADGROUP + XACK consumption loop; a rate-limited writer loads r1
-while XADD-to-blocked-XREAD latency is sampled between r1 and r2; the idle cost is the CPU time
-of every process of an idle topology over a wall-clock window.
+- `redis_server`: Debian's redis-server with `appendonly yes, appendfsync always` (durable: the
+  anchor of group commit, which also replies only once a write is on disk) or without
+  persistence, standalone or as one master of a Redis Cluster (bench/cluster.py);
+- `redis_benchmark`: `redis-benchmark -c 50 -r 100000` XADD on random keys at a pipeline depth,
+  with `--cluster` against several nodes (keys tagged per node, as redis-benchmark does);
+- `consume`: 50 asyncio clients looping XREADGROUP COUNT 10 + XACK over one stream;
+- `RateWriter` + `replication_latency`: a rate-limited writer loads region r1 while the time from
+  an XADD in r1 to a blocked XREAD in r2 returning it is sampled;
+- `wait_replicated`: how long the other regions take to apply everything r1 wrote (a client-side
+  rate alone overstates a multi-region figure when replication trails).
+
+`write_section` replaces one harness's section of docs/benchmarks.md (every bench uses it).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,41 +37,30 @@ from topology.local import LocalTopology
 from topology.ports import free_port, wait_for_port
 
 CLIENTS = 50
-
-
-@dataclass
-class Figures:
-    """Samples per (figure, system) across rounds."""
-
-    samples: dict[tuple[str, str], list[float]] = field(default_factory=dict)
-
-    def add(self, figure: str, system: str, value: float) -> None:
-        self.samples.setdefault((figure, system), []).append(value)
-
-    def summary(self, figure: str, system: str) -> tuple[float, float, float] | None:
-        values = self.samples.get((figure, system))
-        if not values:
-            return None
-        return min(values), statistics.median(values), max(values)
+KEYSPACE = 100_000
+"""`redis-benchmark -r`: XADDs go to random keys among this many, so every shard gets its share."""
 
 
 # --- redis-server ---------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
-def redis_server(durable: bool) -> Iterator[int]:
-    """A redis-server on a free port: `durable` = AOF with fsync on every write."""
+def redis_server(durable: bool, cluster: bool = False, port: int | None = None) -> Iterator[int]:
+    """A redis-server on `port` (a free one when None): `durable` = AOF with fsync on every
+    write; `cluster` = `cluster-enabled yes` (its nodes.conf in the server's own directory)."""
     binary = shutil.which("redis-server")
     if binary is None:
         raise SystemExit("bench: redis-server is not installed (apt-get install redis-server)")
-    port = free_port()
+    port = free_port() if port is None else port
     workdir = tempfile.mkdtemp(prefix="bench-redis-")
     persistence = (
         ["--appendonly", "yes", "--appendfsync", "always"] if durable else ["--appendonly", "no"]
     )
+    clustering = ["--cluster-enabled", "yes"] if cluster else []
     proc = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", workdir]
-        + persistence,
+        + persistence
+        + clustering,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -88,17 +81,40 @@ def redis_version() -> str:
 # --- loads ------------------------------------------------------------------------------------
 
 
-def redis_benchmark(port: int, requests: int, pipeline: int, key: str) -> float:
-    """requests/s of `redis-benchmark -c 50 -P pipeline XADD key * f v`."""
+def xadd_benchmark_command(
+    port: int, requests: int, pipeline: int, cluster: bool = False
+) -> list[str]:
+    """`redis-benchmark -c 50 -r 100000 -P pipeline XADD key:__rand_int__ * field value`.
+
+    With `cluster`, `--cluster` and `{tag}` in the key: redis-benchmark replaces `{tag}` by a hash
+    tag of a slot of the node each client talks to, so no request meets MOVED (without a tag
+    it would send keys to nodes that do not own them). Without `cluster` the key has no tag, or
+    every key would hash to the one slot of `tag`."""
+    key = "key:{tag}:__rand_int__" if cluster else "key:__rand_int__"
+    return [
+        "redis-benchmark",
+        *(["--cluster"] if cluster else []),
+        "-p", str(port),
+        "-c", str(CLIENTS),
+        "-n", str(requests),
+        "-r", str(KEYSPACE),
+        "-P", str(pipeline),
+        "--csv",
+        "XADD", key, "*", "field", "value",
+    ]  # fmt: skip
+
+
+def redis_benchmark(port: int, requests: int, pipeline: int, cluster: bool = False) -> float:
+    """requests/s that redis-benchmark reports for `xadd_benchmark_command` (it exits on an
+    error reply, so a figure means every request succeeded)."""
     out = subprocess.run(
-        [
-            "redis-benchmark", "-p", str(port), "-c", str(CLIENTS), "-n", str(requests),
-            "-P", str(pipeline), "--csv", "XADD", key, "*", "field", "value",
-        ],
+        xadd_benchmark_command(port, requests, pipeline, cluster),
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=max(600, requests // 100),
     )
+    if out.returncode != 0:
+        raise RuntimeError(f"redis-benchmark failed ({out.returncode}): {out.stderr[-2000:]}")
     for line in out.stdout.splitlines():
         cells = [c.strip('"') for c in line.split(",")]
         if cells and cells[0].startswith("XADD"):
@@ -187,8 +203,7 @@ class RateWriter:
 
 
 def replication_latency(src: int, dst: int, samples: int) -> list[float]:
-    """Seconds from XADD acknowledged... sent in region `src` until a blocked XREAD in `dst`
-    returns it."""
+    """Seconds from an XADD sent in region `src` until a blocked XREAD in `dst` returns it."""
     writer = redis.Redis(port=src)
     reader = redis.Redis(port=dst)
     out: list[float] = []
@@ -216,7 +231,30 @@ def replication_latency(src: int, dst: int, samples: int) -> list[float]:
     return out
 
 
+def own_ops(topo: LocalTopology, region: int, origin: int = 1) -> int:
+    """Ops of region `origin` that region `region` applied (summed over its shards and nodes)."""
+    return topo.vector(region).get(topo.names[origin], 0)
+
+
+def wait_replicated(topo: LocalTopology, origin: int = 1, timeout: float = 600.0) -> float:
+    """Seconds until every other region applied every op region `origin` committed so far."""
+    started = time.monotonic()
+    target = own_ops(topo, origin, origin)
+    others = [i for i in sorted(topo.names) if i != origin]
+    while True:
+        behind = {i: own_ops(topo, i, origin) for i in others}
+        if all(applied >= target for applied in behind.values()):
+            return time.monotonic() - started
+        if time.monotonic() - started > timeout:
+            raise TimeoutError(
+                f"after {timeout:.0f} s the regions applied {behind} of {target} ops of "
+                f"{topo.names[origin]}"
+            )
+        time.sleep(0.02)
+
+
 def cpu_seconds(pids: list[int]) -> float:
+    """utime + stime of these processes (live ones; /proc)."""
     total = 0.0
     tick = os.sysconf("SC_CLK_TCK")
     for pid in pids:
@@ -226,20 +264,18 @@ def cpu_seconds(pids: list[int]) -> float:
     return total
 
 
-def topology_pids(topo: LocalTopology) -> list[int]:
-    pids = [os.getpid()]  # the mirrors run as threads of this process
-    pids += [p.pid for p in topo._procs.values()]
-    pids += [b._proc.pid for b in topo.brokers.values() if b._proc is not None]
-    return pids
-
-
-def idle_cpu(topo: LocalTopology, window: float) -> float:
-    """Percent of one core used by every process of an idle topology over `window` seconds."""
-    pids = topology_pids(topo)
-    time.sleep(min(5.0, window))  # past the idle switch of the fetch waits
-    before, t0 = cpu_seconds(pids), time.monotonic()
-    time.sleep(window)
-    return 100 * (cpu_seconds(pids) - before) / (time.monotonic() - t0)
+def topology_processes(topo: LocalTopology) -> dict[str, int]:
+    """Label -> pid of every node and broker process of a topology (the mirrors are threads of
+    this process). Reads LocalTopology's and EmbeddedBroker's private handles: they have no
+    public pid."""
+    out: dict[str, int] = {}
+    for (region, node), proc in sorted(topo._procs.items()):
+        several = len(topo.node_ports[region]) > 1
+        out[f"node {topo.names[region]}" + (f" n{node}" if several else "")] = proc.pid
+    for region, broker in sorted(topo.brokers.items()):
+        if broker._proc is not None:
+            out[f"broker {topo.names[region]}"] = broker._proc.pid
+    return out
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -247,121 +283,56 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-# --- the run ------------------------------------------------------------------------------------
+# --- results -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One run's figure, its round, and how busy the machine was: the 1-minute load average
+    before the run and the cores kept busy outside this benchmark's processes during it."""
+
+    round: int
+    value: float
+    load: float
+    others: float | None = None
 
 
 @dataclass
-class Plan:
-    rounds: int = 3
-    requests: int = 20000
-    consume_entries: int = 20000
-    regions: tuple[int, ...] = (1, 2, 3)
-    latency_samples: int = 200
-    latency_rates: tuple[int, ...] = (1000, 10000)
-    idle_window: float = 10.0
+class Figures:
+    """Samples per (figure, system) across rounds."""
 
+    samples: dict[tuple[str, str], list[Sample]] = field(default_factory=dict)
 
-def run(plan: Plan, say: Callable[[str], None]) -> tuple[Figures, dict[str, object]]:
-    figures = Figures()
-    extra: dict[str, object] = {}
-    for round_no in range(1, plan.rounds + 1):
-        for durable, name in ((True, "redis fsync always"), (False, "redis no persistence")):
-            with redis_server(durable) as port:
-                for p in (1, 16):
-                    rps = redis_benchmark(port, plan.requests, p, f"xadd:{round_no}:{p}")
-                    figures.add(f"XADD c50 P{p}", name, rps)
-                    say(f"round {round_no}: {name}: XADD P{p} {rps:,.0f}/s")
-                eps = consume(port, f"consume:{round_no}", plan.consume_entries)
-                figures.add("XREADGROUP+XACK c50", name, eps)
-                say(f"round {round_no}: {name}: consume {eps:,.0f} entries/s")
-        for regions in plan.regions:
-            name = f"streams {regions} region{'s' if regions > 1 else ''}"
-            with LocalTopology(regions=regions, manual_sync=False) as topo:
-                port = topo.ports[1]
-                for p in (1, 16):
-                    rps = redis_benchmark(port, plan.requests, p, f"xadd:{round_no}:{p}")
-                    figures.add(f"XADD c50 P{p}", name, rps)
-                    say(f"round {round_no}: {name}: XADD P{p} {rps:,.0f}/s")
-                eps = consume(port, f"consume:{round_no}", plan.consume_entries)
-                figures.add("XREADGROUP+XACK c50", name, eps)
-                say(f"round {round_no}: {name}: consume {eps:,.0f} entries/s")
-                if round_no == 1 and regions == max(plan.regions):
-                    extra.update(topology_extras(topo, plan, say))
-    return figures, extra
+    def add(self, figure: str, system: str, sample: Sample) -> None:
+        self.samples.setdefault((figure, system), []).append(sample)
 
+    def values(self, figure: str, system: str) -> list[float]:
+        return [s.value for s in self.samples.get((figure, system), [])]
 
-def topology_extras(
-    topo: LocalTopology, plan: Plan, say: Callable[[str], None]
-) -> dict[str, object]:
-    out: dict[str, object] = {}
-    out["idle_cpu"] = idle_cpu(topo, plan.idle_window)
-    say(f"idle topology: {out['idle_cpu']:.1f} % of one core")
-    if topo.n < 2:
-        return out
-    for rate in plan.latency_rates:
-        with RateWriter(topo.ports[1], rate) as load:
-            started = time.monotonic()
-            lat = replication_latency(topo.ports[1], topo.ports[2], plan.latency_samples)
-            achieved = load.sent / (time.monotonic() - started)
-        out[f"latency@{rate}"] = (lat, achieved)
-        if lat:
-            say(
-                f"replication r1->r2 under {achieved:,.0f} XADD/s: p50 "
-                f"{1000 * percentile(lat, 0.5):.1f} ms p99 {1000 * percentile(lat, 0.99):.1f} ms"
-            )
-    return out
+    def summary(self, figure: str, system: str) -> tuple[float, float, float] | None:
+        return spread(self.values(figure, system))
 
-
-def markdown(figures: Figures, extra: dict[str, object], plan: Plan, machine: str) -> str:
-    systems = ["redis fsync always", "redis no persistence"] + [
-        f"streams {r} region{'s' if r > 1 else ''}" for r in plan.regions
-    ]
-    lines = [
-        "## Throughput next to Redis (bench/throughput.py: `python -m bench`)",
-        "",
-        machine,
-        "",
-        f"{plan.rounds} rounds alternating redis-server and the embedded topology; min / median /"
-        " max per figure; ratio = our median / the median of redis-server with `appendfsync "
-        "always` (the durable anchor). XADD: `redis-benchmark -c 50 -n "
-        f"{plan.requests}`; consumption: 50 asyncio clients looping XREADGROUP COUNT 10 + XACK "
-        f"over {plan.consume_entries} entries. Streams figures are for region r1 with the others"
-        " replicating.",
-        "",
-        "| figure | system | min | median | max | ratio to durable Redis |",
-        "|---|---|---|---|---|---|",
-    ]
-    for figure in ("XADD c50 P1", "XADD c50 P16", "XREADGROUP+XACK c50"):
-        anchor = figures.summary(figure, "redis fsync always")
-        for system in systems:
-            s = figures.summary(figure, system)
-            if s is None:
-                continue
-            ratio = f"{s[1] / anchor[1]:.2f}" if anchor and anchor[1] else "-"
-            lines.append(
-                f"| {figure} | {system} | {s[0]:,.0f} | {s[1]:,.0f} | {s[2]:,.0f} | {ratio} |"
-            )
-    lines.append("")
-    if "idle_cpu" in extra:
-        lines.append(
-            f"Idle {max(plan.regions)}-region topology (brokers, nodes, mirrors): "
-            f"**{extra['idle_cpu']:.1f} % of one core** in total."
+    def ratios(
+        self, figure: str, system: str, anchor: str, anchor_figure: str | None = None
+    ) -> tuple[float, float, float] | None:
+        """min / median / max over rounds of this system's figure over the anchor's (its
+        `anchor_figure`, by default the same figure) of the same round: both ran in that round,
+        under the same conditions."""
+        theirs = {s.round: s.value for s in self.samples.get((anchor_figure or figure, anchor), [])}
+        return spread(
+            [
+                s.value / theirs[s.round]
+                for s in self.samples.get((figure, system), [])
+                if theirs.get(s.round)
+            ]
         )
-    for rate in plan.latency_rates:
-        found = extra.get(f"latency@{rate}")
-        if not found:
-            continue
-        assert isinstance(found, tuple)
-        lat: list[float] = found[0]
-        achieved: float = found[1]
-        if lat:
-            lines.append(
-                f"Replication latency r1 -> r2 (XADD sent in r1 until a blocked XREAD in r2 "
-                f"returns it, {len(lat)} samples) under {achieved:,.0f} XADD/s on r1 "
-                f"(asked {rate:,}): p50 {1000 * percentile(lat, 0.5):.1f} ms, p99 "
-                f"{1000 * percentile(lat, 0.99):.1f} ms, max {1000 * max(lat):.1f} ms."
-            )
-    return "\n".join(lines) + "\n"
+
+
+def spread(values: list[float]) -> tuple[float, float, float] | None:
+    """(min, median, max), or None without values."""
+    if not values:
+        return None
+    return min(values), statistics.median(values), max(values)
 
 
 def write_section(path: Path, section: str, name: str = "throughput") -> None:

@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -22,8 +20,20 @@ def test_bench_smoke_run_prints_every_figure_next_to_redis() -> None:
     )
     assert out.returncode == 0, out.stderr[-3000:]
     table = out.stdout
-    for figure in ("XADD c50 P1", "XADD c50 P16", "XREADGROUP+XACK c50"):
-        for system in ("redis fsync always", "redis no persistence", "streams 2 regions"):
+    systems = (
+        "redis fsync always",
+        "redis cluster 2 masters fsync always",
+        "streams 1 region, 4 shards (2 processes)",
+        "streams 3 regions, 1 shard (1 process)",
+    )
+    for figure in ("XADD c50 P1", "XADD c50 P16"):
+        for system in systems:
             assert f"| {figure} | {system} |" in table, (figure, system)
-    assert "Idle 2-region topology" in table
-    assert "Replication latency r1 -> r2" in table
+    for figure in ("XADD c50 P1 replicated", "XADD c50 P16 replicated"):
+        assert f"| {figure} | streams 3 regions, 1 shard (1 process) |" in table, figure
+    for system in ("redis fsync always", "streams 3 regions, 1 shard (1 process)"):
+        assert f"| XREADGROUP+XACK c50 | {system} |" in table, system
+    assert "| streams 3 regions, 1 shard (1 process) |" in table.split("Replication drain")[1]
+    assert "Idle streams 1 region, 4 shards (2 processes)" in table
+    assert "Idle streams 3 regions, 1 shard (1 process)" in table
+    assert "Replication latency r1 -> r2, streams 3 regions" in table

@@ -1,0 +1,133 @@
+"""Where a sharded region's time goes at pipeline 16: py-spy on every node process under the same
+`redis-benchmark` load the throughput figures use, and the CPU of every process involved.
+
+The figures say how fast; this says what bounds them. One node process doing all the work at
+~100 % of a core means Python CPU (the GIL) bounds it, and its self-time functions say which
+code; nodes well below a core with the broker busy point at the broker or at commit waits; and on
+a 2-core machine redis-benchmark's own share is taken from the database's.
+
+`py-spy record --gil --format raw` writes collapsed stacks (`outer (file:line);...;leaf
+(file:line) count`) of the thread holding the GIL at each sample: a node's Python work runs only
+there, whatever its threads (asyncio loop, Kafka readers, the writers' executor) wait on, and
+py-spy's idle filter alone keeps threads blocked in C (a queue get, librdkafka's poll) as busy.
+So samples / (rate x seconds) is the share of the window the GIL was held (near 1: Python CPU
+bounds the process), and the leaf of a stack is where the sample's time was spent itself: self
+time per function is the sum of the counts of stacks ending in it (line numbers dropped).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.throughput import cpu_seconds
+
+ROOT = Path(__file__).resolve().parents[1]
+_PREFIX = re.compile(r"^.*/(?:site-packages|python3\.\d+)/")
+
+
+@dataclass(frozen=True)
+class ProcessProfile:
+    """One process under load: cores it kept busy, py-spy samples (the GIL held), the share of
+    the window the GIL was held, top self-time functions (function, share of the samples); no
+    samples for processes only watched (broker, client)."""
+
+    label: str
+    pid: int
+    cores: float
+    samples: int = 0
+    gil: float = 0.0
+    top: tuple[tuple[str, float], ...] = ()
+
+
+def function_name(frame: str) -> str:
+    """`handle (/work/main/streams/node/x.py:12)` -> `handle (streams/node/x.py)`: the function,
+    its file relative to the repository, site-packages or the standard library, no line."""
+    name, _, where = frame.partition(" (")
+    path = where.rstrip(")").rsplit(":", 1)[0]
+    path = path.removeprefix(f"{ROOT}/")
+    path = _PREFIX.sub("", path)
+    return f"{name} ({path})" if path else name
+
+
+def self_time(raw: str, top: int = 10) -> tuple[int, tuple[tuple[str, float], ...]]:
+    """(samples, the `top` functions by self time with their share of the samples) from py-spy's
+    raw (collapsed stack) output."""
+    counts: Counter[str] = Counter()
+    for line in raw.splitlines():
+        stack, _, count = line.rpartition(" ")
+        if stack and count.isdigit():
+            counts[function_name(stack.rsplit(";", 1)[-1])] += int(count)
+    total = sum(counts.values())
+    if not total:
+        return 0, ()
+    return total, tuple((name, n / total) for name, n in counts.most_common(top))
+
+
+def py_spy() -> str | None:
+    return shutil.which("py-spy")
+
+
+def profile_under_load(
+    load: list[str],
+    spied: dict[str, int],
+    watched: dict[str, int],
+    seconds: float,
+    warmup: float = 2.0,
+    rate: int = 100,
+    top: int = 10,
+) -> list[ProcessProfile]:
+    """Run the `load` command, let it warm up, then py-spy every process of `spied` (label ->
+    pid) for `seconds` at `rate` Hz while measuring the CPU of those, of `watched` and of the
+    load itself; the load is stopped at the end (it should be long enough to outlast the
+    window)."""
+    spy = py_spy()
+    if spy is None:
+        raise RuntimeError("py-spy is not installed (pip install py-spy)")
+    client = subprocess.Popen(load, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(warmup)
+        if client.poll() is not None:
+            raise RuntimeError(f"the load ended before the profile ({client.returncode})")
+        every = {**spied, **watched, "redis-benchmark": client.pid}
+        with tempfile.TemporaryDirectory(prefix="bench-profile-") as tmp:
+            outputs = {label: Path(tmp) / f"{pid}.txt" for label, pid in spied.items()}
+            duration = max(1, round(seconds))
+            before = {label: cpu_seconds([pid]) for label, pid in every.items()}
+            started = time.monotonic()
+            spies = [
+                subprocess.Popen(
+                    [
+                        spy, "record", "--pid", str(pid), "--duration", str(duration),
+                        "--rate", str(rate), "--gil", "--format", "raw",
+                        "--output", str(outputs[label]),
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                )
+                for label, pid in spied.items()
+            ]  # fmt: skip
+            errors = [p.communicate(timeout=seconds + 60)[1] for p in spies]
+            elapsed = time.monotonic() - started
+            after = {label: cpu_seconds([pid]) for label, pid in every.items()}
+            out = []
+            for (label, pid), error in zip(spied.items(), errors, strict=True):
+                if not outputs[label].exists():
+                    raise RuntimeError(f"py-spy on {label} wrote nothing: {error[-1000:]!r}")
+                samples, best = self_time(outputs[label].read_text(), top)
+                cores = (after[label] - before[label]) / elapsed
+                gil = samples / (rate * duration)
+                out.append(ProcessProfile(label, pid, cores, samples, gil, best))
+            for label, pid in every.items():
+                if label not in spied:
+                    out.append(ProcessProfile(label, pid, (after[label] - before[label]) / elapsed))
+            return out
+    finally:
+        client.terminate()
+        client.wait()

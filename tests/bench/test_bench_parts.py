@@ -1,0 +1,61 @@
+"""The benchmark's pure parts: what `--only` picks, per-round ratios, the Redis Cluster's slot
+runs, the redis-benchmark command, and the py-spy self-time summary (no process is started)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.cluster import slot_runs
+from bench.shards import DEFAULT_SYSTEMS, FIGURES, pick
+from bench.shards_profile import ROOT, function_name, self_time
+from bench.throughput import Figures, Sample, xadd_benchmark_command
+
+
+def test_only_picks_systems_and_figures_and_names_what_it_knows() -> None:
+    assert pick("s4n2,redis-cluster,p16") == (("s4n2", "redis-cluster"), ("p16",))
+    assert pick("p1") == (DEFAULT_SYSTEMS, ("p1",))
+    assert pick("r3s4") == (("r3s4",), FIGURES)
+    with pytest.raises(ValueError, match="unknown s3: systems are redis, "):
+        pick("s3,p1")
+
+
+def test_ratios_pair_each_round_with_the_anchor_of_the_same_round() -> None:
+    figures = Figures()
+    for round_no, ours, theirs in ((1, 10.0, 100.0), (2, 30.0, 50.0), (3, 20.0, 40.0)):
+        figures.add("XADD", "ours", Sample(round_no, ours, 0.0))
+        figures.add("XADD", "redis", Sample(round_no, theirs, 0.0))
+    figures.add("XADD replicated", "ours", Sample(1, 5.0, 0.0))
+    assert figures.ratios("XADD", "ours", "redis") == (0.1, 0.5, 0.6)
+    assert figures.ratios("XADD replicated", "ours", "redis", "XADD") == (0.05, 0.05, 0.05)
+    assert figures.ratios("XADD", "ours", "nobody") is None
+    assert figures.summary("XADD", "ours") == (10.0, 20.0, 30.0)
+
+
+def test_two_masters_split_the_slots_in_halves() -> None:
+    assert slot_runs(2) == [(0, 8191), (8192, 16383)]
+    assert slot_runs(3)[-1][1] == 16383
+
+
+def test_cluster_runs_tag_their_keys_and_plain_runs_do_not() -> None:
+    plain = xadd_benchmark_command(7000, 100_000, 16)
+    assert "--cluster" not in plain and "key:__rand_int__" in plain
+    assert plain[plain.index("-r") + 1] == "100000" and plain[plain.index("-P") + 1] == "16"
+    cluster = xadd_benchmark_command(7000, 100_000, 1, cluster=True)
+    assert "--cluster" in cluster and "key:{tag}:__rand_int__" in cluster
+
+
+def test_self_time_sums_the_leaves_of_py_spy_raw_stacks_without_line_numbers() -> None:
+    raw = "\n".join(
+        [
+            f"main ({ROOT}/streams/node/x.py:3);parse ({ROOT}/streams/resp/parser.py:10) 30",
+            f"main ({ROOT}/streams/node/x.py:3);parse ({ROOT}/streams/resp/parser.py:12) 20",
+            "main (/usr/lib/python3.11/asyncio/base_events.py:1) 40",
+            "run (/x/lib/python3.11/site-packages/confluent_kafka/p.py:5) 10",
+            "garbage",
+        ]
+    )
+    samples, top = self_time(raw, top=2)
+    assert samples == 100
+    assert top == (("parse (streams/resp/parser.py)", 0.5), ("main (asyncio/base_events.py)", 0.4))
+    assert function_name("f (<string>:5)") == "f (<string>)"
+    assert function_name("run (/x/lib/python3.11/site-packages/a/b.py:5)") == "run (a/b.py)"
