@@ -89,8 +89,16 @@ REDIS: Mapping[str, Spec] = _load()
 
 def _own(name: str, arity: int, flags: str, acl: str, summary: str, complexity: str) -> Spec:
     return Spec(
-        name, arity, tuple(flags.split()), (0, 0, 0), tuple(acl.split()), (), "server",
-        __version__, summary, complexity,
+        name,
+        arity,
+        tuple(flags.split()),
+        (0, 0, 0),
+        tuple(acl.split()),
+        (),
+        "server",
+        __version__,
+        summary,
+        complexity,
     )
 
 
@@ -99,24 +107,78 @@ _ADMIN = "@admin @dangerous"
 OWN: Mapping[str, Spec] = {
     s.name: s
     for s in (
-        _own("crdt.digest", 1, "admin readonly", f"@read {_ADMIN}",
-             "Hex digest of the region's replicated state", "O(N)"),
-        _own("crdt.vector", 1, "admin readonly", f"@read {_ADMIN}",
-             "Applied op sequence per origin region", "O(regions)"),
-        _own("crdt.shards", 1, "admin readonly", f"@read {_ADMIN}",
-             "Per shard of this node: index, digest and applied vector", "O(N)"),
-        _own("crdt.info", 1, "admin", f"@slow {_ADMIN}",
-             "Region, ID mode, replication lag per origin and op-log positions", "O(1)"),
-        _own("crdt.flush", 1, "admin no_multi", f"@slow {_ADMIN}",
-             "Log held-back XACK effects and local ops now", "O(groups)"),
-        _own("crdt.clock", -1, "admin", f"@slow {_ADMIN}",
-             "Pin or release the node's clock (with --debug-clock only)", "O(1)"),
-        _own("crdt.fault", 3, "admin no_multi", f"@slow {_ADMIN}",
-             "Fail the next N op-log appends (with --debug-faults only)", "O(1)"),
-        _own("crdt.snapshot", 1, "admin no_multi", f"@slow {_ADMIN}",
-             "Write a snapshot of the region's state to <region>.snapshot now", "O(N)"),
-        _own("client|setinfo", 4, "", "@slow",
-             "Set client library name or version (Redis 7.2)", "O(1)"),
+        _own(
+            "crdt.digest",
+            1,
+            "admin readonly",
+            f"@read {_ADMIN}",
+            "Hex digest of the region's replicated state",
+            "O(N)",
+        ),
+        _own(
+            "crdt.vector",
+            1,
+            "admin readonly",
+            f"@read {_ADMIN}",
+            "Applied op sequence per origin region",
+            "O(regions)",
+        ),
+        _own(
+            "crdt.shards",
+            1,
+            "admin readonly",
+            f"@read {_ADMIN}",
+            "Per shard of this node: index, digest and applied vector",
+            "O(N)",
+        ),
+        _own(
+            "crdt.info",
+            1,
+            "admin",
+            f"@slow {_ADMIN}",
+            "Region, ID mode, replication lag per origin and op-log positions",
+            "O(1)",
+        ),
+        _own(
+            "crdt.flush",
+            1,
+            "admin no_multi",
+            f"@slow {_ADMIN}",
+            "Log held-back XACK effects and local ops now",
+            "O(groups)",
+        ),
+        _own(
+            "crdt.clock",
+            -1,
+            "admin",
+            f"@slow {_ADMIN}",
+            "Pin or release the node's clock (with --debug-clock only)",
+            "O(1)",
+        ),
+        _own(
+            "crdt.fault",
+            3,
+            "admin no_multi",
+            f"@slow {_ADMIN}",
+            "Fail the next N op-log appends (with --debug-faults only)",
+            "O(1)",
+        ),
+        _own(
+            "crdt.snapshot",
+            1,
+            "admin no_multi",
+            f"@slow {_ADMIN}",
+            "Write a snapshot of the region's state to <region>.snapshot now",
+            "O(N)",
+        ),
+        _own(
+            "client|setinfo",
+            4,
+            "",
+            "@slow",
+            "Set client library name or version (Redis 7.2)",
+            "O(1)",
+        ),
     )
 }
 """This database's commands that Redis 7.0 does not have."""

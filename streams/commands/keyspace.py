@@ -73,9 +73,7 @@ def parse_cursor(raw: bytes) -> int:
     return (-value) % 2**64 if sign == b"-" else value
 
 
-def scan_batch(
-    keys_present: list[bytes], cursor: int, count: int
-) -> tuple[int, list[bytes]]:
+def scan_batch(keys_present: list[bytes], cursor: int, count: int) -> tuple[int, list[bytes]]:
     """The keys one SCAN call visits from `cursor`, and the next cursor (0 when done)."""
     if cursor >= CURSOR_END:
         return 0, []

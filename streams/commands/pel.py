@@ -81,8 +81,9 @@ def xpending(ctx: Context, args: list[bytes]) -> Result:
         if min_idle and idle < min_idle:
             continue
         count -= 1
-        rows.append([format_id(pel_ref(key)[1]), entry.consumer, max(0, idle),
-                     entry.delivery_count])
+        rows.append(
+            [format_id(pel_ref(key)[1]), entry.consumer, max(0, idle), entry.delivery_count]
+        )
     return Result(rows)
 
 
@@ -191,8 +192,16 @@ def xclaim(ctx: Context, args: list[bytes]) -> Result:
     if not (claimed or dropped or last_id):
         return Result(rows)
     op = ops.Claim(
-        args[1], args[2], args[3], now, tuple(claimed), opts.delivery_time,
-        opts.retry_count, not opts.justid, tuple(dropped), last_id,
+        args[1],
+        args[2],
+        args[3],
+        now,
+        tuple(claimed),
+        opts.delivery_time,
+        opts.retry_count,
+        not opts.justid,
+        tuple(dropped),
+        last_id,
     )
     return Result(rows, [op])
 
@@ -250,7 +259,15 @@ def xautoclaim(ctx: Context, args: list[bytes]) -> Result:
     if not (claimed or dropped):
         return Result(reply)
     op = ops.Claim(
-        args[1], args[2], args[3], now, tuple(claimed), now, None, not justid, tuple(dropped),
+        args[1],
+        args[2],
+        args[3],
+        now,
+        tuple(claimed),
+        now,
+        None,
+        not justid,
+        tuple(dropped),
         None,
     )
     return Result(reply, [op])

@@ -61,9 +61,7 @@ class CausalBuffer:
 
     def _ready(self, op: Op) -> bool:
         return all(
-            self.applied.get(region, 0) >= seq
-            for region, seq in op.ctx
-            if region != op.origin
+            self.applied.get(region, 0) >= seq for region, seq in op.ctx if region != op.origin
         )
 
     def missing(self) -> dict[int, int]:

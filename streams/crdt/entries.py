@@ -457,9 +457,7 @@ class EntryLogs:
             if block.first > threshold:
                 break
             ids, dots, _fields = block.decoded()
-            hit = [
-                i for i in block.live_slots() if ids[i] <= threshold and dots[i] <= covered
-            ]
+            hit = [i for i in block.live_slots() if ids[i] <= threshold and dots[i] <= covered]
             if block.last <= threshold and len(hit) == block.live:
                 removed += block.live
                 log._drop_block(k)

@@ -160,5 +160,3 @@ class Group:
 
 def initial_cursors(default: StreamID, start: dict[int, StreamID]) -> dict[int, StreamID]:
     return {o: sid for o, sid in start.items() if sid != default}
-
-

@@ -77,9 +77,7 @@ def master_size(names: Sequence[bytes]) -> int:
 def entry_size(fields: Sequence[bytes], ms_delta: int, seq_delta: int, same: bool) -> int:
     """One entry: flags, ID deltas, [num-fields], [field] value..., lp-count."""
     n = len(fields) // 2
-    size = int_size(2 if same else 0) + int_size(signed64(ms_delta)) + int_size(
-        signed64(seq_delta)
-    )
+    size = int_size(2 if same else 0) + int_size(signed64(ms_delta)) + int_size(signed64(seq_delta))
     if same:
         size += sum(str_size(fields[k]) for k in range(1, len(fields), 2))
         return size + int_size(n + 3)

@@ -48,9 +48,7 @@ class Rax:
         self.numele = 0
         self.numnodes = 1
 
-    def _walk(
-        self, s: bytes, stack: list[_Node] | None
-    ) -> tuple[int, _Node, Link, int]:
+    def _walk(self, s: bytes, stack: list[_Node] | None) -> tuple[int, _Node, Link, int]:
         """raxLowWalk: (chars matched, stop node, its link, split position in a compressed node)."""
         h = self.head
         link: Link = None

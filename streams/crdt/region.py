@@ -124,9 +124,7 @@ class Region:
         """Per origin, the highest seq every region of `regions` is known to have applied:
         ops at or below it are causally stable (nothing still to come can be concurrent)."""
         known = self.progress()
-        return {
-            origin: min(known.get(r, {}).get(origin, 0) for r in regions) for origin in regions
-        }
+        return {origin: min(known.get(r, {}).get(origin, 0) for r in regions) for origin in regions}
 
     def ack_effects(self) -> list[ops.AckEffect]:
         """The consecutive-XACK effects held back since the last call
