@@ -43,7 +43,8 @@ from confluent_kafka import KafkaException, Message
 
 from streams.crdt import ops
 from streams.ops.codec import DecodeError, decode
-from topology.kafka import PacedConsumer, Pacing, Partition
+from topology.kafka import Pacing, Partition
+from topology.paced import PacedConsumer
 from topology.topics import is_oplog_topic
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from confluent_kafka import KafkaError
 from streams.crdt import ops
 from streams.node.materializer import Batch, Materializer
 from streams.ops.codec import encode
-from topology import kafka
+from topology import paced
 from topology.kafka import EndTracker, FetchPacer, Pacing
 
 Event = tuple[str, str, int]  # (kind "rec" | "eof", topic, offset)
@@ -332,7 +332,7 @@ def test_materializer_signals_caught_up_however_records_and_eof_share_batches(
     events = partition_events("r1.oplog", [0, 1, 2], 3)
     ScriptedConsumer.script = iter(script_for(events, sizes))
     ScriptedConsumer.topics = ["r1.oplog"]
-    monkeypatch.setattr(kafka, "Consumer", ScriptedConsumer)
+    monkeypatch.setattr(paced, "Consumer", ScriptedConsumer)
     received: list[Batch] = []
     errors: list[Exception] = []
     mat = Materializer("fake:1", "r1.local", received.append, errors.append)
@@ -358,7 +358,7 @@ def test_materializer_is_caught_up_once_every_topic_reported_its_end_even_while_
     ]
     ScriptedConsumer.script = iter(script_for(events, [2, 1, 2]))
     ScriptedConsumer.topics = ["r1.oplog", "r2.oplog"]
-    monkeypatch.setattr(kafka, "Consumer", ScriptedConsumer)
+    monkeypatch.setattr(paced, "Consumer", ScriptedConsumer)
     done = threading.Event()
     mat = Materializer("fake:1", "r1.local", lambda b: None, lambda e: done.set())
     mat.start()
@@ -379,7 +379,7 @@ def test_materializer_catches_up_while_another_region_writes_without_pause(
     ScriptedConsumer.script = iter(script_for(events, [1] * len(events)))
     ScriptedConsumer.topics = ["r1.local", "r1.oplog", "r2.oplog"]
     ScriptedConsumer.highs = {"r2.oplog": 11}
-    monkeypatch.setattr(kafka, "Consumer", ScriptedConsumer)
+    monkeypatch.setattr(paced, "Consumer", ScriptedConsumer)
     received: list[int] = []
     mat = Materializer(
         "fake:1",

@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from topology import kafka
-from topology.kafka import EndNotReached, PacedConsumer, Pacing, ReadToEnd, poll_batch
+from topology import paced
+from topology.kafka import EndNotReached, Pacing, ReadToEnd, poll_batch
+from topology.paced import PacedConsumer
 
 
 @dataclass
@@ -309,7 +310,7 @@ class Cluster:
 
 
 def _paced(monkeypatch: pytest.MonkeyPatch, cluster: Cluster, **options: Any) -> PacedConsumer:
-    monkeypatch.setattr(kafka, "Consumer", cluster)
+    monkeypatch.setattr(paced, "Consumer", cluster)
     return PacedConsumer("fake:1", "group", poll_s=0.001, **options)
 
 

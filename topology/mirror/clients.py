@@ -25,8 +25,9 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
-from topology.kafka import MAX_RECORD_BYTES, PacedConsumer, Pacing, consumer_config
+from topology.kafka import MAX_RECORD_BYTES, Pacing, consumer_config
 from topology.mirror.errors import Deadline, MirrorError
+from topology.paced import PacedConsumer
 from topology.topics import mirrored_name, oplog_topic
 
 if TYPE_CHECKING:
