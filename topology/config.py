@@ -43,10 +43,36 @@ from __future__ import annotations
 import dataclasses
 import re
 import tomllib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from topology.nodes import (
+    MAX_SHARDS,
+    SHARD_SET_FORMS,
+    NodeConfig,
+    TopologyError,
+    check_bind,
+    check_port,
+    check_shard_count,
+    format_shard_set,
+    is_int,
+    parse_shard_set,
+)
+
+__all__ = [
+    "MAX_SHARDS",
+    "NodeConfig",
+    "RegionConfig",
+    "Topology",
+    "TopologyError",
+    "dump",
+    "dumps",
+    "format_shard_set",
+    "load",
+    "loads",
+    "parse_shard_set",
+]
 
 ID_MODES = ("strict", "semi-strict", "liberal")
 MIRROR_NAMINGS = ("identity", "default")
@@ -56,17 +82,9 @@ REQUIRED_NODE_KEYS = ("resp_port",)
 OPTIONAL_NODE_KEYS = ("bind", "shards")
 TOPOLOGY_KEYS = ("mirror_naming", "shards")
 DEFAULT_BIND = "127.0.0.1"
-# A shard is a partition of every op-log topic; 1024 shards is already far more processes than a
-# region runs, and keeps a shard set's text and CLUSTER SLOTS replies small.
-MAX_SHARDS = 1024
-SHARD_SET_FORMS = "'0-3', '0,2' or '4-7,9'"
 # Names become topic-name parts (`r1.oplog`, `A.r1.oplog`): no dot, or a mirrored topic name
 # would be ambiguous; only characters Kafka accepts in topic names.
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-class TopologyError(ValueError):
-    """A topology file or object that is not valid; the message names the place and the field."""
 
 
 def _where(region: RegionConfig | None, name: object = None) -> str:
@@ -82,125 +100,6 @@ def _check_bootstrap(value: str) -> bool:
         if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
             return False
     return True
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_port(where: str, value: object) -> None:
-    if not _is_int(value) or not 1 <= value <= 65535:  # type: ignore[operator]
-        raise TopologyError(
-            f"{where}: field 'resp_port' must be an integer in 1..65535, got {value!r}"
-        )
-
-
-def _check_bind(where: str, value: object) -> None:
-    if not isinstance(value, str) or not value:
-        raise TopologyError(f"{where}: field 'bind' must be a non-empty string, got {value!r}")
-
-
-def _check_shard_count(value: object) -> None:
-    if not _is_int(value) or not 1 <= value <= MAX_SHARDS:  # type: ignore[operator]
-        raise TopologyError(
-            f"[topology]: field 'shards' must be an integer in 1..{MAX_SHARDS}, got {value!r}"
-        )
-
-
-def parse_shard_set(text: str) -> tuple[int, ...]:
-    """`"4-7,9"` -> `(4, 5, 6, 7, 9)`: the shards a node owns, as written in a topology file.
-
-    Items are single shards or inclusive ranges, separated by commas (spaces around items are
-    allowed); the result is sorted. A shard named twice, a range that runs backwards or a shard
-    past the largest possible one is refused rather than read some way: the text decides which
-    node serves which keys.
-    """
-    if not isinstance(text, str):
-        raise TopologyError(f"a shard set is text such as {SHARD_SET_FORMS}, got {text!r}")
-    where = f"shard set {text!r}"
-    if not text.strip():
-        raise TopologyError(f"{where} is empty: name at least one shard ({SHARD_SET_FORMS})")
-    seen: set[int] = set()
-    for item in text.split(","):
-        match = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?", item)
-        if match is None:
-            raise TopologyError(
-                f"{where}: {item.strip()!r} is not a shard or a range of shards"
-                f" (write {SHARD_SET_FORMS})"
-            )
-        first = int(match.group(1))
-        last = first if match.group(2) is None else int(match.group(2))
-        if last < first:
-            raise TopologyError(f"{where}: the range {first}-{last} runs backwards")
-        if last >= MAX_SHARDS:
-            raise TopologyError(
-                f"{where}: shard {last} does not exist: a database has at most {MAX_SHARDS}"
-                f" shards, 0..{MAX_SHARDS - 1}"
-            )
-        twice = seen.intersection(range(first, last + 1))
-        if twice:
-            raise TopologyError(f"{where}: shard {min(twice)} is named twice")
-        seen.update(range(first, last + 1))
-    return tuple(sorted(seen))
-
-
-def format_shard_set(shards: Iterable[int]) -> str:
-    """The compact text of a shard set, runs as ranges: `(0, 1, 2, 3, 5)` -> `"0-3,5"`
-    (what `parse_shard_set` reads back; "" for no shard)."""
-    parts: list[str] = []
-    ordered = sorted(set(shards))
-    start = 0
-    for i in range(1, len(ordered) + 1):
-        if i == len(ordered) or ordered[i] != ordered[i - 1] + 1:
-            first, last = ordered[start], ordered[i - 1]
-            parts.append(str(first) if first == last else f"{first}-{last}")
-            start = i
-    return ",".join(parts)
-
-
-@dataclass(frozen=True)
-class NodeConfig:
-    """One node process of a region: its number (`--node K`), where it listens, its shards.
-
-    `implicit` marks the node a region gets when it lists none: it follows the region's bind and
-    resp_port (so `dataclasses.replace(region, resp_port=...)` moves it along) and `dumps` leaves
-    it out. It takes no part in comparisons: an explicit node equal to the default is the default.
-    """
-
-    index: int
-    bind: str
-    resp_port: int
-    shards: tuple[int, ...]
-    implicit: bool = field(default=False, compare=False, repr=False, kw_only=True)
-
-    def __post_init__(self) -> None:
-        if not _is_int(self.index) or self.index < 0:
-            raise TopologyError(
-                f"node {self.index!r}: its index must be an integer >= 0 (nodes are numbered 0,"
-                " 1, ... in file order)"
-            )
-        where = f"node {self.index}"
-        _check_bind(where, self.bind)
-        _check_port(where, self.resp_port)
-        if not isinstance(self.shards, tuple | list) or not self.shards:
-            raise TopologyError(
-                f"{where}: field 'shards' must name at least one shard, got {self.shards!r}"
-            )
-        for shard in self.shards:
-            if not _is_int(shard) or not 0 <= shard < MAX_SHARDS:
-                raise TopologyError(
-                    f"{where}: field 'shards' holds {shard!r}; a shard is an integer in"
-                    f" 0..{MAX_SHARDS - 1}"
-                )
-        if len(set(self.shards)) != len(self.shards):
-            twice = next(s for s in self.shards if self.shards.count(s) > 1)
-            raise TopologyError(f"{where}: field 'shards' names shard {twice} twice")
-        object.__setattr__(self, "shards", tuple(sorted(self.shards)))
-
-    @property
-    def address(self) -> str:
-        """`bind:port`, as printed and as a client connects (on the host the node runs on)."""
-        return f"{self.bind}:{self.resp_port}"
 
 
 @dataclass(frozen=True)
@@ -236,7 +135,7 @@ class RegionConfig:
                 f"{where}: field 'bootstrap' must be 'host:port' (comma-separated for several"
                 f" brokers), got {self.bootstrap!r}"
             )
-        _check_port(where, self.resp_port)
+        check_port(where, self.resp_port)
         if self.id_mode not in ID_MODES:
             raise TopologyError(
                 f"{where}: field 'id_mode' must be one of {', '.join(ID_MODES)},"
@@ -249,7 +148,7 @@ class RegionConfig:
             )
         if not self.alias:
             object.__setattr__(self, "alias", self.name)
-        _check_bind(where, self.bind)
+        check_bind(where, self.bind)
         object.__setattr__(self, "nodes", self._checked_nodes(where))
 
     def _checked_nodes(self, where: str) -> tuple[NodeConfig, ...]:
@@ -294,7 +193,7 @@ class RegionConfig:
 
     def node(self, index: int) -> NodeConfig:
         """Node `index` of the region (what `python -m streams.node --node K` runs)."""
-        if _is_int(index) and 0 <= index < len(self.nodes):
+        if is_int(index) and 0 <= index < len(self.nodes):
             return self.nodes[index]
         raise KeyError(
             f"region {self.name!r} has no node {index!r} (its nodes: 0..{len(self.nodes) - 1})"
@@ -356,7 +255,7 @@ class Topology:
                 f"[topology]: field 'mirror_naming' must be one of {', '.join(MIRROR_NAMINGS)},"
                 f" got {self.mirror_naming!r}"
             )
-        _check_shard_count(self.shards)
+        check_shard_count(self.shards)
         if not self.regions:
             raise TopologyError("no regions: add at least one [[region]] table")
         for region in self.regions:
@@ -456,7 +355,7 @@ def _from_document(doc: dict[str, Any]) -> Topology:
             f" (known: {', '.join(TOPOLOGY_KEYS)})"
         )
     shards = head.get("shards", 1)
-    _check_shard_count(shards)  # before the regions: a lone node's default shards need it
+    check_shard_count(shards)  # before the regions: a lone node's default shards need it
     raw_regions = doc.get("region", [])
     if not isinstance(raw_regions, list):
         raise TopologyError("'region' must be an array of tables: write [[region]], not [region]")
