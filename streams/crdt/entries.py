@@ -4,227 +4,39 @@ This is the seeds' "one rax per region": a region appends only to its own log an
 every log. Merged views are a k-way merge ordered by (ID, origin), so entries with equal IDs
 (liberal / semi-strict duplicates) appear in region-id order everywhere.
 
-Storage. Each origin log is a list of blocks found by their first ID (bisect over `starts`), one
-block per Redis listpack node. A block closes where Redis closes a node (t_stream.c
-streamAppendItem): when the node already holds `stream-node-max-entries` slots, deleted ones
-included, or when its listpack size plus the new entry's field and value lengths would reach
-`stream-node-max-bytes`; the listpack size is computed exactly (`streams.crdt.listpack`). A deleted
-entry keeps its slot (a bit in the block's `dead` mask) until its block goes: XDEL drops a block
-when its last live entry goes, a trim drops the blocks it covers whole and marks entries in the
-one it cuts (which may then stay with no live entry, as in Redis). So in a single region the
-blocks are Redis's nodes one for one, `~` trims exactly what Redis trims and XINFO STREAM's
-radix-tree-keys / radix-tree-nodes (a `Rax` per log) agree.
-
-Each block but the open tail one is one bytes object (marshal of a small tuple): the master
-entry's field names, ID and dot-seq deltas against the block's first entry as packed integer
-arrays, and per entry either its values only (field names as the master's, Redis's SAMEFIELDS)
-or its whole field list. The dot seq (the origin's op seq that added the entry) is what
-observed-remove compares with a remover's causal context. Decoding a block costs one
-`marshal.loads`; the last blocks decoded are cached, so scans and repeated reads of a block pay
-it once.
+Storage. Each origin log is a list of blocks (`streams.crdt.blocks`: one block per Redis listpack
+node, closed where Redis closes a node) found by their first ID (bisect over `starts`). XDEL
+drops a block when its last live entry goes, a trim drops the blocks it covers whole and marks
+entries in the one it cuts (which may then stay with no live entry, as in Redis). So in a single
+region the blocks are Redis's nodes one for one, `~` trims exactly what Redis trims and XINFO
+STREAM's radix-tree-keys / radix-tree-nodes (a `Rax` per log) agree. The dot seq (the origin's
+op seq that added the entry) is what observed-remove compares with a remover's causal context.
 """
 
 from __future__ import annotations
 
 import heapq
-import marshal
-from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
-from functools import lru_cache
-from typing import Any
 
-from streams.crdt.listpack import LP_EMPTY, entry_size, int_size, master_size
+from streams.crdt.blocks import (
+    LISTPACK_MAX_SIZE,
+    Block,
+    node_limits,
+    rebuilt,
+    set_node_limits,
+)
 from streams.crdt.ops import Fields
 from streams.crdt.radix import Rax, rax_key
 from streams.ids import MAX_ID, MIN_ID, StreamID
+
+__all__ = ["DottedEntry", "EntryLogs", "MergedEntry", "node_limits", "set_node_limits"]
 
 MergedEntry = tuple[StreamID, int, Fields]
 """(id, origin, fields) as the merged views yield them."""
 
 DottedEntry = tuple[StreamID, int, Fields]
 """(id, dot seq, fields): one origin's entry with the dot observed-remove compares."""
-
-LISTPACK_MAX_SIZE = 1 << 30
-"""Redis's STREAM_LISTPACK_MAX_SIZE: the byte limit when stream-node-max-bytes is 0 or above."""
-
-_limits = {"bytes": 4096, "entries": 100}
-
-
-def set_node_limits(*, max_bytes: int | None = None, max_entries: int | None = None) -> None:
-    """CONFIG SET stream-node-max-bytes / stream-node-max-entries: applies to blocks opened or
-    appended to from now on, as in Redis (existing nodes are not re-packed)."""
-    if max_bytes is not None:
-        if max_bytes < 0:
-            raise ValueError("stream-node-max-bytes must be >= 0")
-        _limits["bytes"] = max_bytes
-    if max_entries is not None:
-        if max_entries < 0:
-            raise ValueError("stream-node-max-entries must be >= 0")
-        _limits["entries"] = max_entries
-
-
-def node_limits() -> tuple[int, int]:
-    """(stream-node-max-bytes, stream-node-max-entries) in force."""
-    return _limits["bytes"], _limits["entries"]
-
-
-# --- block encoding ----------------------------------------------------------------------------
-
-Decoded = tuple[Sequence[StreamID], Sequence[int], Sequence[Fields]]
-"""A block's slots: IDs, dot seqs, fields (deleted slots included; see the block's mask)."""
-
-_TYPECODES = (("b", 1 << 7), ("h", 1 << 15), ("i", 1 << 31), ("q", 1 << 63))
-
-
-def _pack_ints(values: list[int]) -> Any:
-    """Integers as the narrowest signed array's bytes (a tuple if some exceed int64)."""
-    lo, hi = min(values), max(values)
-    for code, bound in _TYPECODES:
-        if -bound <= lo and hi < bound:
-            return code + ":", array(code, values).tobytes()
-    return tuple(values)
-
-
-def _unpack_ints(packed: Any) -> Sequence[int]:
-    if isinstance(packed, tuple) and len(packed) == 2 and isinstance(packed[0], str):
-        return array(packed[0][0], packed[1])
-    result: Sequence[int] = packed
-    return result
-
-
-def _encode(ids: Sequence[StreamID], dots: Sequence[int], fields: Sequence[Fields]) -> bytes:
-    ms0, seq0 = ids[0]
-    dot0 = dots[0]
-    master = fields[0][0::2]
-    n = len(master)
-    rows: list[Fields] = []
-    same = 0
-    for i, f in enumerate(fields):
-        if len(f) == 2 * n and f[0::2] == master:
-            same |= 1 << i
-            rows.append(f[1::2])
-        else:
-            rows.append(f)
-    return marshal.dumps(
-        (
-            master,
-            ms0,
-            seq0,
-            dot0,
-            _pack_ints([sid[0] - ms0 for sid in ids]),
-            _pack_ints([sid[1] - seq0 for sid in ids]),
-            _pack_ints([d - dot0 for d in dots]),
-            tuple(rows),
-            same,
-        )
-    )
-
-
-@lru_cache(maxsize=64)
-def _decode(payload: bytes) -> Decoded:
-    master, ms0, seq0, dot0, msd, seqd, dotd, rows, same = marshal.loads(payload)
-    ids = tuple(
-        [(ms0 + a, seq0 + b) for a, b in zip(_unpack_ints(msd), _unpack_ints(seqd), strict=True)]
-    )
-    dots = tuple([dot0 + d for d in _unpack_ints(dotd)])
-    n = len(master)
-    fields: list[Fields] = []
-    for i, row in enumerate(rows):
-        if same >> i & 1:
-            if n == 1:
-                fields.append((master[0], row[0]))
-            else:
-                flat: list[bytes] = [b""] * (2 * n)
-                flat[0::2] = master
-                flat[1::2] = row
-                fields.append(tuple(flat))
-        else:
-            fields.append(row)
-    return ids, dots, tuple(fields)
-
-
-class Block:
-    """One node: slots in ID order, `dead` a bit per deleted slot, `lp_base` the listpack bytes
-    of everything but the header, the end byte and the two counters (live, deleted)."""
-
-    __slots__ = ("first", "last", "slots", "live", "dead", "lp_base", "payload", "open")
-
-    def __init__(self, sid: StreamID, dot: int, fields: Fields) -> None:
-        self.first = sid
-        self.last = sid
-        self.slots = 1
-        self.live = 1
-        self.dead = 0
-        names = fields[0::2]
-        self.lp_base = master_size(names) + entry_size(fields, 0, 0, True)
-        self.payload: bytes | None = None
-        self.open: tuple[list[StreamID], list[int], list[Fields], Fields] | None = (
-            [sid],
-            [dot],
-            [fields],
-            names,
-        )
-
-    def decoded(self) -> Decoded:
-        if self.open is not None:
-            return self.open[0], self.open[1], self.open[2]
-        assert self.payload is not None
-        return _decode(self.payload)
-
-    def lp_bytes(self) -> int:
-        """lpBytes of the Redis node: what streamAppendItem compares with the byte limit."""
-        return LP_EMPTY + self.lp_base + int_size(self.live) + int_size(self.slots - self.live)
-
-    def seal(self) -> None:
-        if self.open is not None:
-            ids, dots, fields, _names = self.open
-            self.payload = _encode(ids, dots, fields)
-            self.open = None
-
-    def reopen(self) -> tuple[list[StreamID], list[int], list[Fields], Fields]:
-        if self.open is None:
-            ids, dots, fields = self.decoded()
-            self.open = (list(ids), list(dots), list(fields), fields[0][0::2])
-            self.payload = None
-        return self.open
-
-    def append(self, sid: StreamID, dot: int, fields: Fields) -> None:
-        ids, dots, rows, names = self.reopen()
-        same = len(fields) == 2 * len(names) and fields[0::2] == names
-        self.lp_base += entry_size(fields, sid[0] - self.first[0], sid[1] - self.first[1], same)
-        ids.append(sid)
-        dots.append(dot)
-        rows.append(fields)
-        self.last = sid
-        self.slots += 1
-        self.live += 1
-
-    def is_dead(self, i: int) -> bool:
-        return bool(self.dead >> i & 1)
-
-    def kill(self, i: int) -> None:
-        self.dead |= 1 << i
-        self.live -= 1
-
-    def live_slots(self) -> Iterator[int]:
-        dead = self.dead
-        return (i for i in range(self.slots) if not dead >> i & 1)
-
-    def last_live(self) -> int | None:
-        dead = self.dead
-        for i in range(self.slots - 1, -1, -1):
-            if not dead >> i & 1:
-                return i
-        return None
-
-
-def _rebuilt(ids: list[StreamID], dots: list[int], fields: list[Fields]) -> Block:
-    """A block holding these live entries (the slow path for an out-of-order insert)."""
-    block = Block(ids[0], dots[0], fields[0])
-    for sid, dot, f in zip(ids[1:], dots[1:], fields[1:], strict=True):
-        block.append(sid, dot, f)
-    return block
 
 
 class OriginLog:
@@ -313,7 +125,7 @@ class OriginLog:
         new_ids.insert(at, sid)
         new_dots.insert(at, dot)
         new_rows.insert(at, fields)
-        self._replace_block(k, _rebuilt(new_ids, new_dots, new_rows))
+        self._replace_block(k, rebuilt(new_ids, new_dots, new_rows))
         return not replaced
 
     def kill(self, k: int, i: int) -> None:
