@@ -149,8 +149,13 @@ def _random_actions(seed: int, length: int) -> list[tuple[int, ...]]:
     rnd = random.Random(seed)
     kinds = [0] * 6 + [1, 2, 3] + [4] * 2 + [5] + [6] * 4 + [7] * 3 + [8] * 2 + [9] * 6
     return [
-        (rnd.choice(kinds), rnd.randint(1, 3), rnd.randint(0, 5), rnd.randint(0, 5),
-         rnd.randint(0, 5))
+        (
+            rnd.choice(kinds),
+            rnd.randint(1, 3),
+            rnd.randint(0, 5),
+            rnd.randint(0, 5),
+            rnd.randint(0, 5),
+        )
         for _ in range(length)
     ]
 

@@ -23,7 +23,6 @@ from topology.broker import EmbeddedBroker
 from topology.topics import ensure_topics
 
 
-
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[tuple[str, str]]:
     """(bootstrap, the digest of the valid ops folded)."""
@@ -33,8 +32,9 @@ def cluster() -> Iterator[tuple[str, str]]:
         boot = broker.bootstrap
         ensure_topics(boot, ["r1.oplog", "r1.local"])
         region = Region(1)
-        valid = [region.issue(ops.XAdd(b"k", (10 + i, 0), (b"n", b"%d" % i)), 10 + i)
-                 for i in range(3)]
+        valid = [
+            region.issue(ops.XAdd(b"k", (10 + i, 0), (b"n", b"%d" % i)), 10 + i) for i in range(3)
+        ]
         producer = Producer({"bootstrap.servers": boot})
         for value in [encode(valid[0]), encode(valid[1]), b"\x00not an op", encode(valid[2])]:
             producer.produce("r1.oplog", value=value, partition=0)
@@ -76,8 +76,7 @@ def test_skip_writes_the_audit_file_and_marks_the_state_tainted(
     assert out.strip() == digest and "TAINTED" in err
     [line] = [json.loads(x) for x in audit.read_text().splitlines()]
     assert (line["type"], line["topic"], line["offset"]) == ("skipped", "r1.oplog", 2)
-    assert main(["history", "--bootstrap", boot, *skip, "--audit", str(audit), "k",
-                 "--json"]) == 2
+    assert main(["history", "--bootstrap", boot, *skip, "--audit", str(audit), "k", "--json"]) == 2
     *steps, summary = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [s["offset"] for s in steps] == [0, 1, 3] and summary["tainted"] is True
     assert len(audit.read_text().splitlines()) == 2  # appended

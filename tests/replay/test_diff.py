@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from streams.crdt import ops
 from streams.crdt.region import Region
-from streams.replay.diff import Loaded, diff
+from streams.replay.diff import Cluster, Loaded, diff, diff_clusters
+from streams.replay.positions import PositionError
 
 Logged = tuple[tuple[str, int], int, ops.Op | ops.LocalOp]
 
@@ -29,8 +32,10 @@ def _logs() -> tuple[list[Logged], list[Logged]]:
         r1.issue(ops.XDel(b"s", ((11, 1),)), 13),
         r1.issue(ops.XAdd(b"s", (14, 1), (b"n", b"c")), 14),
     ]
-    theirs = [r2.issue(ops.XAdd(b"u", (20, 2), (b"n", b"y")), 20),
-              r2.issue(ops.XAdd(b"u", (21, 2), (b"n", b"z")), 21)]
+    theirs = [
+        r2.issue(ops.XAdd(b"u", (20, 2), (b"n", b"y")), 20),
+        r2.issue(ops.XAdd(b"u", (21, 2), (b"n", b"z")), 21),
+    ]
     one: list[Logged] = [(("r1.oplog", 0), i, op) for i, op in enumerate(mine)]
     two: list[Logged] = [(("r2.oplog", 0), i, op) for i, op in enumerate(theirs)]
     return one, two
@@ -62,3 +67,21 @@ def test_equal_replicas_do_not_differ() -> None:
     one, two = _logs()
     report = diff(Loaded("r1", 1, one + two), Loaded("r3", 3, two + one))
     assert not report.differs and report.equal_keys == 3
+
+
+def test_clusters_are_compared_shard_by_shard() -> None:
+    """Each shard numbers its own ops, so shard 1's r1:1 is not shard 0's r1:1: a bug in one
+    shard is found there, with that shard's shared position, and the other shard is equal."""
+    one, two = _logs()
+    moved = [((topic, 1), offset, op) for (topic, _p), offset, op in one]  # the same ops in shard 1
+    a = Cluster("r1", 2, {0: Loaded("r1", 1, two), 1: Loaded("r1", 1, moved)})
+    b = Cluster("r2", 2, {0: Loaded("r2", 2, two), 1: Loaded("r2", 2, moved)})
+    plain = diff_clusters(a, b)
+    assert [r.differs for r in plain.values()] == [False, False]
+    assert plain[0].shared == {2: 2} and plain[1].shared == {1: 5}
+    buggy = {s: diff(a.loaded[s], b.loaded[s], make_b=DropsXDel) for s in (0, 1)}
+    assert not buggy[0].differs
+    [bug] = buggy[1].bugs
+    assert bug.where == (("r1.oplog", 1), 3)
+    with pytest.raises(PositionError, match="the same shards"):
+        diff_clusters(a, Cluster("r3", 1, {0: Loaded("r3", 3, two)}))

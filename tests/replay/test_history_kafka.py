@@ -22,7 +22,6 @@ from streams.cli import main
 from topology.local import LocalTopology
 
 
-
 def _text(raw: Any) -> str:
     return cast(bytes, raw).decode()
 
@@ -70,21 +69,36 @@ def test_history_lists_every_op_on_the_key_in_apply_order_with_its_effect(
     assert all(s["type"] == "history" and s["v"] == 1 and s["key"] == "orders" for s in steps)
     assert [s["index"] for s in steps] == sorted(s["index"] for s in steps)  # apply order
     assert [(s["op"], s["dot"].split(":")[0]) for s in steps] == [
-        ("XAdd", "1"), ("XAdd", "1"), ("GroupCreate", "1"),
-        ("Deliver", "local 1"), ("Ack", "local 1"), ("AckEffect", "1"),
-        ("XAdd", "2"), ("Del", "3"), ("GroupCreate", "2"),
+        ("XAdd", "1"),
+        ("XAdd", "1"),
+        ("GroupCreate", "1"),
+        ("Deliver", "local 1"),
+        ("Ack", "local 1"),
+        ("AckEffect", "1"),
+        ("XAdd", "2"),
+        ("Del", "3"),
+        ("GroupCreate", "2"),
     ]
     add1, add2, create_g, deliver, ack, effect, add3, delete, create_h = steps
     assert [s["topic"] for s in steps] == [
-        "r1.oplog", "r1.oplog", "r1.oplog", "r1.local", "r1.local", "r1.oplog",
-        "r2.oplog", "r3.oplog", "r2.oplog",
+        "r1.oplog",
+        "r1.oplog",
+        "r1.oplog",
+        "r1.local",
+        "r1.local",
+        "r1.oplog",
+        "r2.oplog",
+        "r3.oplog",
+        "r2.oplog",
     ]
     assert add1["effect"]["added"] == {"id": o1, "origin": 1, "fields": ["id", "1"]}
     assert add2["effect"]["added"]["id"] == o2
     assert add3["effect"]["added"] == {"id": o3, "origin": 2, "fields": ["id", "3"]}
     assert create_g["effect"]["result"] == "created" and create_g["args"]["group"] == "g"
     assert [(d["id"], d["consumer"]) for d in deliver["effect"]["delivered"]] == [
-        (o1, "alice"), (o2, "alice")]
+        (o1, "alice"),
+        (o2, "alice"),
+    ]
     assert deliver["effect"]["consumers_created"] == ["alice"]
     assert [a["id"] for a in ack["effect"]["acked"]] == [o1]
     assert effect["effect"]["result"] == "applied"

@@ -21,7 +21,6 @@ from streams.ids import MAX_ID, MIN_ID
 from streams.replay.run import Request, replay
 from topology.local import LocalTopology
 
-
 KEYS = (b"s", b"t")
 
 
@@ -94,15 +93,18 @@ def test_replay_at_each_cut_equals_the_live_region_then(
         for key in KEYS:
             ks = region.state.get(key)
             entries = [] if ks is None else list(ks.entries.range(MIN_ID, MAX_ID))
-            assert [(b"%d-%d" % sid, dict(zip(f[::2], f[1::2], strict=True)))
-                    for sid, _o, f in entries] == seen["xrange"][key]
+            assert [
+                (b"%d-%d" % sid, dict(zip(f[::2], f[1::2], strict=True))) for sid, _o, f in entries
+            ] == seen["xrange"][key]
         groups = region.state.keys[b"s"].groups if b"s" in region.state.keys else {}
         assert {
             name: (b"%d-%d" % g.last_delivered(), len(g.pel)) for name, g in groups.items()
         } == seen["groups"]
         assert {
-            name: [(b"%d-%d" % (ms, seq), p.consumer, p.delivery_count)
-                   for (ms, seq, _o), p in g.pel.items()]
+            name: [
+                (b"%d-%d" % (ms, seq), p.consumer, p.delivery_count)
+                for (ms, seq, _o), p in g.pel.items()
+            ]
             for name, g in groups.items()
         } == seen["pending"]
 
@@ -141,8 +143,10 @@ def test_snapshot_then_tail_replay_gives_the_full_digest(
     topo, cuts = recorded
     boot = topo.bootstrap[1]
     snap = tmp_path / "r1.snap"
-    assert main(["snapshot", "--bootstrap", boot, "--at", _at(cuts[0]["vector"]),
-                 "--out", str(snap)]) == 0
+    assert (
+        main(["snapshot", "--bootstrap", boot, "--at", _at(cuts[0]["vector"]), "--out", str(snap)])
+        == 0
+    )
     capsys.readouterr()
     assert main(["replay", "--bootstrap", boot, "--snapshot", str(snap), "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -165,8 +169,9 @@ def test_log_lists_every_op_of_a_topic_decoded(
         f"2:{seq}" for seq in range(1, cuts[-1]["vector"]["r2"] + 1)
     ]
     assert {line["op"] for line in lines} >= {"XAdd", "XDel"}
-    assert main(["log", "--bootstrap", topo.bootstrap[1], "--topic", "r3.oplog",
-                 "--op", "del"]) == 0
+    assert (
+        main(["log", "--bootstrap", topo.bootstrap[1], "--topic", "r3.oplog", "--op", "del"]) == 0
+    )
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and " Del t" in out[0]
 

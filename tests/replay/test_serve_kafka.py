@@ -11,9 +11,6 @@ and the same function must see the same thing. The server is the real CLI in a s
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -21,9 +18,8 @@ from typing import Any, cast
 import pytest
 import redis
 
+from replay.serving import serving
 from topology.local import LocalTopology
-from topology.ports import free_port
-
 
 KEYS = ("s", "t")
 READONLY = "You can't write against a replay of the op log (streams replay --serve)"
@@ -105,39 +101,10 @@ def served(
     recorded: tuple[LocalTopology, list[dict[str, Any]]], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[redis.Redis]:
     topo, cuts = recorded
-    port = free_port()
     workdir: Path = tmp_path_factory.mktemp("serve")
-    cmd = [
-        sys.executable, "-c", "import sys; from streams.cli import main; sys.exit(main())",
-        "replay", "--bootstrap", topo.bootstrap[1], "--at", _at(cuts[0]["vector"]),
-        "--serve", str(port),
-    ]
-    log = open(workdir / "serve.log", "wb")  # noqa: SIM115 (closed below)
-    proc = subprocess.Popen(cmd, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
-    client = redis.Redis(port=port, socket_timeout=60)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(
-                        f"the server did not come up: {(workdir / 'serve.log').read_text()}"
-                    ) from None
-                time.sleep(0.1)
-        yield client
-    finally:
-        client.close()
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-        assert list(workdir.iterdir()) == [workdir / "serve.log"]  # no stray audit file
+    with serving(["--bootstrap", topo.bootstrap[1], "--at", _at(cuts[0]["vector"])], workdir) as c:
+        yield c
+    assert list(workdir.iterdir()) == [workdir / "serve.log"]  # no stray audit file
 
 
 def _position(client: redis.Redis) -> dict[str, Any]:

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replay.history import TARGET, History, Logged, actions, play
+from streams.crdt.fold import Fold
 from streams.crdt.region import Region
 from streams.replay.describe import local_state
-from streams.crdt.fold import Fold
 from streams.snapshot import read_snapshot, write_snapshot
 
 
