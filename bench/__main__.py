@@ -22,12 +22,32 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from bench.shards import BY_ID, DEFAULT_SYSTEMS, FIGURES, Plan, markdown, pick, run
 from bench.throughput import redis_version, write_section
 
-SMOKE_SYSTEMS = ("redis", "redis-cluster", "s4n2", "r3s1")
-"""The smoke run covers each kind of server: one process, a cluster of ours, several regions."""
+QUICK: dict[str, Any] = {
+    "rounds": 1,
+    "requests": 20_000,
+    "consume_entries": 5_000,
+    "latency_samples": 50,
+    "idle_window": 3.0,
+    "profile_seconds": 5.0,
+}
+"""--quick: every figure once, in minutes; runs too short to be sustained (replication trails)."""
+SMOKE: dict[str, Any] = {
+    "rounds": 1,
+    "requests": 500,
+    "consume_entries": 300,
+    "systems": ("redis", "redis-cluster", "s4n2", "r3s1"),
+    "figures": ("p1", "p16", "consume", "latency", "idle"),
+    "latency_samples": 5,
+    "latency_rates": (200,),
+    "idle_window": 1.0,
+}
+"""--smoke: each kind of server (one process, a cluster of ours, several regions), tiny sizes,
+no profile (py-spy is optional)."""
 
 
 def machine_line() -> str:
@@ -62,28 +82,9 @@ def plan_of(args: argparse.Namespace) -> Plan:
         max_load=args.max_load,
         max_wait=args.wait,
     )
-    if args.quick:
-        plan = dataclasses.replace(
-            plan,
-            rounds=1,
-            requests=20_000,
-            consume_entries=5_000,
-            latency_samples=50,
-            idle_window=3.0,
-            profile_seconds=5.0,
-        )
-    if args.smoke:
-        plan = dataclasses.replace(
-            plan,
-            rounds=1,
-            requests=500,
-            consume_entries=300,
-            systems=SMOKE_SYSTEMS,
-            figures=tuple(f for f in plan.figures if f != "profile"),
-            latency_samples=5,
-            latency_rates=(200,),
-            idle_window=1.0,
-        )
+    for preset, chosen in ((QUICK, args.quick), (SMOKE, args.smoke)):
+        if chosen:
+            plan = dataclasses.replace(plan, **preset)
     return plan
 
 

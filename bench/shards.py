@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -154,12 +155,31 @@ def pick(only: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return systems, figures
 
 
+@dataclass(frozen=True)
+class Latency:
+    """Replication latency samples (s) under a writer that achieved `achieved` XADD/s, and the
+    1-minute load average before."""
+
+    samples: list[float]
+    achieved: float
+    load: float
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The processes of one system under the profiled load, and the load average before."""
+
+    processes: list[ProcessProfile]
+    load: float
+    error: str = ""
+
+
 @dataclass
 class Results:
     figures: Figures = field(default_factory=Figures)
     idle: dict[str, float] = field(default_factory=dict)
-    latency: dict[tuple[str, int], tuple[list[float], float]] = field(default_factory=dict)
-    profiles: dict[str, list[ProcessProfile]] = field(default_factory=dict)
+    latency: dict[tuple[str, int], Latency] = field(default_factory=dict)
+    profiles: dict[str, Profile] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
@@ -301,28 +321,36 @@ def xadd(
     say(f"{line} (load {load:.2f})")
 
 
-def profile(target: Target, system: System, plan: Plan, say: Say) -> list[ProcessProfile]:
+def profile(target: Target, system: System, plan: Plan, say: Say) -> Profile:
     assert target.topo is not None
     processes = topology_processes(target.topo)
     nodes = {k: v for k, v in processes.items() if k.startswith("node ")}
     watched = {k: v for k, v in processes.items() if k not in nodes}
+    load = quiet_machine(plan.max_load, plan.max_wait)
     say(f"{system.name}: py-spy on {len(nodes)} node process(es) at P{PROFILE_PIPELINE} ...")
-    load = xadd_benchmark_command(target.port, PROFILE_REQUESTS, PROFILE_PIPELINE, system.cluster)
-    found = profile_under_load(load, nodes, watched, plan.profile_seconds)
+    command = xadd_benchmark_command(
+        target.port, PROFILE_REQUESTS, PROFILE_PIPELINE, system.cluster
+    )
+    try:
+        found = profile_under_load(command, nodes, watched, plan.profile_seconds)
+    except (RuntimeError, subprocess.TimeoutExpired) as e:  # the figures matter more
+        say(f"{system.name}: no profile: {e}")
+        return Profile([], load, str(e))
     for p in found:
         best = ", ".join(f"{name} {share:.0%}" for name, share in p.top[:3])
         gil = f", GIL held {p.gil:.0%}; {best}" if p.samples else ""
         say(f"  {p.label}: {p.cores:.2f} cores{gil}")
-    return found
+    return Profile(found, load)
 
 
 def latency(system: System, topo: LocalTopology, plan: Plan, results: Results, say: Say) -> None:
     for rate in plan.latency_rates:
+        load = quiet_machine(plan.max_load, plan.max_wait)
         with RateWriter(topo.ports[1], rate) as writer:
             started = time.monotonic()
             lat = replication_latency(topo.ports[1], topo.ports[2], plan.latency_samples)
             achieved = writer.sent / (time.monotonic() - started)
-        results.latency[(system.id, rate)] = (lat, achieved)
+        results.latency[(system.id, rate)] = Latency(lat, achieved, load)
         if lat:
             say(
                 f"{system.name}: replication r1->r2 under {achieved:,.0f} XADD/s: p50 "
@@ -369,12 +397,14 @@ def markdown(results: Results, plan: Plan, machine: str) -> str:
             f"Idle {BY_ID[system_id].name} (brokers, nodes, mirrors): "
             f"**{pct:.1f} % of one core** in total."
         )
-    for (system_id, rate), (lat, achieved) in results.latency.items():
+    for (system_id, rate), found in results.latency.items():
+        lat = found.samples
         if lat:
             lines.append(
                 f"Replication latency r1 -> r2, {BY_ID[system_id].name} (XADD sent in r1 until "
-                f"a blocked XREAD in r2 returns it, {len(lat)} samples) under {achieved:,.0f} "
-                f"XADD/s on r1 (asked {rate:,}): p50 {1000 * percentile(lat, 0.5):.1f} ms, p99 "
+                f"a blocked XREAD in r2 returns it, {len(lat)} samples) under "
+                f"{found.achieved:,.0f} XADD/s on r1 (asked {rate:,}; load {found.load:.2f}): "
+                f"p50 {1000 * percentile(lat, 0.5):.1f} ms, p99 "
                 f"{1000 * percentile(lat, 0.99):.1f} ms, max {1000 * max(lat):.1f} ms."
             )
     lines += profile_lines(results.profiles, plan)
@@ -441,22 +471,25 @@ def _machine_cells(figures: Figures, figure: str, name: str) -> str:
     return f"{min(loads):.2f}-{max(loads):.2f} | {busy}"
 
 
-def profile_lines(profiles: dict[str, list[ProcessProfile]], plan: Plan) -> list[str]:
+def profile_lines(profiles: dict[str, Profile], plan: Plan) -> list[str]:
     if not profiles:
         return []
     lines = [
         "",
-        f"Profiles at P{PROFILE_PIPELINE} (first round; `py-spy record --gil`, "
+        f"Profiles at P{PROFILE_PIPELINE} (first round; `py-spy record --gil --native`, "
         f"{plan.profile_seconds:.0f} s at 100 Hz on every node process under the same "
         "redis-benchmark load; cores = CPU seconds / wall seconds of each process over the "
         "window; GIL held = samples / (100 x seconds); functions by self time while holding "
-        "the GIL, share of the process's samples):",
+        "the GIL (C code counted for the Python function calling it, the cyclic garbage "
+        "collector apart), share of the process's samples):",
         "",
     ]
     for system_id, found in profiles.items():
-        cpu = ", ".join(f"{p.label} {p.cores:.2f}" for p in found)
-        lines.append(f"- {BY_ID[system_id].name}: cores busy: {cpu}.")
-        for p in found:
+        cpu = ", ".join(f"{p.label} {p.cores:.2f}" for p in found.processes)
+        lines.append(f"- {BY_ID[system_id].name} (load {found.load:.2f}): cores busy: {cpu}.")
+        if found.error:
+            lines.append(f"  - no profile: {found.error}")
+        for p in found.processes:
             if p.top:
                 best = "; ".join(f"`{name}` {share:.1%}" for name, share in p.top)
                 lines.append(f"  - {p.label} (GIL held {p.gil:.0%}, {p.samples} samples): {best}")

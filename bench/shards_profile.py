@@ -6,13 +6,16 @@ The figures say how fast; this says what bounds them. One node process doing all
 code; nodes well below a core with the broker busy point at the broker or at commit waits; and on
 a 2-core machine redis-benchmark's own share is taken from the database's.
 
-`py-spy record --gil --format raw` writes collapsed stacks (`outer (file:line);...;leaf
+`py-spy record --gil --native --format raw` writes collapsed stacks (`outer (file:line);...;leaf
 (file:line) count`) of the thread holding the GIL at each sample: a node's Python work runs only
 there, whatever its threads (asyncio loop, Kafka readers, the writers' executor) wait on, and
 py-spy's idle filter alone keeps threads blocked in C (a queue get, librdkafka's poll) as busy.
 So samples / (rate x seconds) is the share of the window the GIL was held (near 1: Python CPU
-bounds the process), and the leaf of a stack is where the sample's time was spent itself: self
-time per function is the sum of the counts of stacks ending in it (line numbers dropped).
+bounds the process). A sample's time is its own to the innermost Python function of its stack
+(C called from Python counts for the caller, line numbers dropped), except the interpreter's
+cyclic garbage collector, named as such (`GC`): it runs inside whichever allocation crossed the
+threshold, so without --native its time lands on arbitrary functions (a constructor, a
+generator) and the profile misleads.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ from bench.throughput import cpu_seconds
 
 ROOT = Path(__file__).resolve().parents[1]
 _PREFIX = re.compile(r"^.*/(?:site-packages|python3\.\d+)/")
+GC = "GC (the cyclic garbage collector)"
+GC_FRAMES = ("gc_collect", "collect_with_callback")
+"""CPython 3.11's collector: gc_collect_main (and the functions calling it)."""
 
 
 @dataclass(frozen=True)
@@ -56,14 +62,30 @@ def function_name(frame: str) -> str:
     return f"{name} ({path})" if path else name
 
 
+def is_python(frame: str) -> bool:
+    """A frame of Python code (`f (x.py:3)`, `<module> (<frozen runpy>:1)`), not of C."""
+    where = frame.partition(" (")[2].rstrip(")").rsplit(":", 1)[0]
+    return where.endswith(".py") or where.startswith("<")
+
+
+def owner(stack: list[str]) -> str:
+    """Whose time a sample is: `GC` when the garbage collector runs below the innermost Python
+    frame, else that frame's function, else (no Python at all) the leaf."""
+    inner = max((i for i, frame in enumerate(stack) if is_python(frame)), default=None)
+    below = stack if inner is None else stack[inner + 1 :]
+    if any(frame.startswith(GC_FRAMES) for frame in below):
+        return GC
+    return function_name(stack[-1] if inner is None else stack[inner])
+
+
 def self_time(raw: str, top: int = 10) -> tuple[int, tuple[tuple[str, float], ...]]:
-    """(samples, the `top` functions by self time with their share of the samples) from py-spy's
-    raw (collapsed stack) output."""
+    """(samples, the `top` owners of samples (`owner`) with their share) from py-spy's raw
+    (collapsed stack) output."""
     counts: Counter[str] = Counter()
     for line in raw.splitlines():
         stack, _, count = line.rpartition(" ")
         if stack and count.isdigit():
-            counts[function_name(stack.rsplit(";", 1)[-1])] += int(count)
+            counts[owner(stack.split(";"))] += int(count)
     total = sum(counts.values())
     if not total:
         return 0, ()
@@ -105,7 +127,7 @@ def profile_under_load(
                 subprocess.Popen(
                     [
                         spy, "record", "--pid", str(pid), "--duration", str(duration),
-                        "--rate", str(rate), "--gil", "--format", "raw",
+                        "--rate", str(rate), "--gil", "--native", "--format", "raw",
                         "--output", str(outputs[label]),
                     ],
                     stdout=subprocess.DEVNULL,

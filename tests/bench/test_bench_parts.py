@@ -7,7 +7,7 @@ import pytest
 
 from bench.cluster import slot_runs
 from bench.shards import DEFAULT_SYSTEMS, FIGURES, pick
-from bench.shards_profile import ROOT, function_name, self_time
+from bench.shards_profile import GC, ROOT, function_name, self_time
 from bench.throughput import Figures, Sample, xadd_benchmark_command
 
 
@@ -44,7 +44,7 @@ def test_cluster_runs_tag_their_keys_and_plain_runs_do_not() -> None:
     assert "--cluster" in cluster and "key:{tag}:__rand_int__" in cluster
 
 
-def test_self_time_sums_the_leaves_of_py_spy_raw_stacks_without_line_numbers() -> None:
+def test_self_time_counts_each_sample_for_its_innermost_python_function() -> None:
     raw = "\n".join(
         [
             f"main ({ROOT}/streams/node/x.py:3);parse ({ROOT}/streams/resp/parser.py:10) 30",
@@ -59,3 +59,23 @@ def test_self_time_sums_the_leaves_of_py_spy_raw_stacks_without_line_numbers() -
     assert top == (("parse (streams/resp/parser.py)", 0.5), ("main (asyncio/base_events.py)", 0.4))
     assert function_name("f (<string>:5)") == "f (<string>)"
     assert function_name("run (/x/lib/python3.11/site-packages/a/b.py:5)") == "run (a/b.py)"
+
+
+def test_c_time_counts_for_its_python_caller_and_the_collector_apart() -> None:
+    """py-spy --native stacks: C below Python is the caller's time, except the cyclic GC (it
+    runs in whichever allocation crossed its threshold)."""
+    loop = "_run_once (asyncio/base_events.py:1922);task_step (_asynciomodule.c:2990)"
+    raw = "\n".join(
+        [
+            f"{loop};prepare (streams/crdt/region.py:37);gc_collect_main (libpython3.11.so.1.0) 6",
+            f"{loop};prepare (streams/crdt/region.py:40);PyDict_SetItem (dictobject.c:1) 3",
+            "0x7f18208a4193 (libc.so.6) 1",
+        ]
+    )
+    samples, top = self_time(raw)
+    assert samples == 10
+    assert top == (
+        (GC, 0.6),
+        ("prepare (streams/crdt/region.py)", 0.3),
+        ("0x7f18208a4193 (libc.so.6)", 0.1),
+    )
