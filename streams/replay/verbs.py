@@ -227,7 +227,8 @@ def shard_file(path: str, shard: int) -> str:
 
 
 def snapshot_verb(args: argparse.Namespace) -> int:
-    result = replay(request(args, progress=True))
+    req = request(args, progress=True)
+    result = replay(req)
     per_file = result.shard is None and result.shards > 1
     written: list[str] = []
     for shard, fold in result.folds.items():
@@ -235,7 +236,7 @@ def snapshot_verb(args: argparse.Namespace) -> int:
         meta = {
             "writer": "streams snapshot",
             "created_at_ms": str(int(time.time() * 1000)),
-            "source": bootstrap(args),
+            "source": req.bootstrap,
             "tainted": "true" if shard in result.tainted_shards else "false",
             "shard": str(shard),
         }

@@ -21,6 +21,7 @@ import redis
 
 from replay.serving import serving
 from streams.cli import main
+from streams.crdt import keyspace
 from streams.crdt.state import State
 from streams.slots import shard_of
 from topology.local import LocalTopology
@@ -143,10 +144,10 @@ def test_replay_digest_equals_the_live_region_and_each_shard_at_every_cut(
     assert {k["key"] for k in keys} == set(KEYS)
 
 
-def test_positions_that_need_a_shard_or_name_a_missing_one_exit_3(
+def test_positions_need_a_shard_and_offsets_and_time_cut_each_partition(
     recorded: tuple[LocalTopology, list[dict[str, Any]]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    topo, _cuts = recorded
+    topo, cuts = recorded
     boot = topo.bootstrap[1]
     assert main(["replay", "--bootstrap", boot, "--digest", "--at", "r1=1"]) == 3
     assert "add --shard N" in capsys.readouterr().err
@@ -162,6 +163,11 @@ def test_positions_that_need_a_shard_or_name_a_missing_one_exit_3(
     zero = "r1.oplog:3=0,r2.oplog:3=0,r1.local:3=0"
     assert main(["replay", "--bootstrap", boot, "--digest", "--shard", "3", off, zero]) == 0
     assert _out(capsys) == State().digest()
+    # --time cuts every partition: before anything was written, every shard is empty.
+    assert main(["replay", "--bootstrap", boot, "--digest", "--time", "2000-01-01T00:00:00Z"]) == 0
+    assert _out(capsys) == keyspace.digest([State().digest()] * SHARDS)
+    assert main(["replay", "--bootstrap", boot, "--digest", "--time", "2100-01-01"]) == 0
+    assert _out(capsys) == cuts[-1]["digest"]
 
 
 def test_history_of_a_key_reads_only_its_shard(
