@@ -1,4 +1,6 @@
-"""The `streams log / replay / snapshot / diff / history` verbs (registered by streams/cli.py).
+"""The `streams log / replay / snapshot / diff / history` verbs (registered by streams/cli.py):
+their arguments here, what they do in `streams.replay.verbs`. Every verb reads every shard of the
+region (each folded on its own) unless `--shard N` names one.
 
 Exit codes, the same for every verb: 0 done / equal, 1 differs, 2 corrupt record or tainted state,
 3 a position (or region, topic, snapshot) that cannot be resolved.
@@ -128,7 +130,8 @@ def register(sub: Any) -> dict[str, Handler]:
         help="rebuild a region's state at a position of the logs",
         description="Rebuild region R's state (its .local log included) as of a position and "
         "print streams, groups, R's PEL and consumers, and the digest (= CRDT.DIGEST of a live "
-        "node at that position).",
+        "node at that position). A region of several shards is folded shard by shard; --shard N "
+        "replays one.",
     )
     _cluster_args(rp)
     _replay_args(rp)
