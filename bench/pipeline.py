@@ -167,11 +167,15 @@ def worker(bootstrap: str, warmup: str, master: str, out: str) -> None:
     phases: dict[str, float] = {}
     cpu_before = tree_cpu_seconds(os.getpid())
     started = time.monotonic()
-    digest = snapshot(spark, bootstrap, "r1", out, id_mode="liberal", region_id=1, phases=phases)
+    digest = snapshot(
+        spark, bootstrap, "r1", out, id_mode="liberal", region_id=1, phases=phases
+    ).digest
     seconds = time.monotonic() - started
     cpu = tree_cpu_seconds(os.getpid()) - cpu_before
-    print(json.dumps({"seconds": seconds, "digest": digest, "phases": phases, "cpu_s": cpu}),
-          flush=True)
+    print(
+        json.dumps({"seconds": seconds, "digest": digest, "phases": phases, "cpu_s": cpu}),
+        flush=True,
+    )
     spark.stop()
 
 
@@ -213,7 +217,10 @@ def measure(n: int, max_load: float | None = None, wait_s: float = 1200.0) -> di
             replay = replay_rate(broker.bootstrap, n)
             print(f"  single-process replay fold: {replay:,.0f} ops/s", flush=True)
             results: dict[str, object] = {
-                "ops": n, "fill_s": wrote, "replay_ops_s": replay, "replay load": replay_load,
+                "ops": n,
+                "fill_s": wrote,
+                "replay_ops_s": replay,
+                "replay load": replay_load,
             }
             digests = set()
             for master in ("local[1]", "local[2]"):
@@ -228,7 +235,8 @@ def measure(n: int, max_load: float | None = None, wait_s: float = 1200.0) -> di
                 results[f"{master} phases"] = got["phases"]
                 digests.add(got["digest"])
                 phases = ", ".join(
-                    f"{k} {v:.1f}" for k, v in got["phases"].items()  # type: ignore[attr-defined]
+                    f"{k} {v:.1f}"
+                    for k, v in got["phases"].items()  # type: ignore[attr-defined]
                 )
                 print(
                     f"  {master} (load {results[f'{master} load']:.2f}): {seconds:.1f} s, "
@@ -254,15 +262,18 @@ def render(rows: list[dict[str, object]]) -> str:
         one, two = float(r["local[1]"]), float(r["local[2]"])  # type: ignore[arg-type]
         replay = float(r["replay_ops_s"])  # type: ignore[arg-type]
         busy = f"{r['local[1] cpu']:.2f} / {r['local[2] cpu']:.2f}"
-        load = (f"{r['replay load']:.2f} / {r['local[1] load']:.2f} / "
-                f"{r['local[2] load']:.2f}")
+        load = f"{r['replay load']:.2f} / {r['local[1] load']:.2f} / {r['local[2] load']:.2f}"
         lines.append(
             f"| {int(r['ops']):,} | {one:,.0f} | {two:,.0f} | {two / one:.2f}x | {replay:,.0f} "  # type: ignore[call-overload]
             f"| {busy} | {load} |"
         )
-    lines += ["", "Phases (wall seconds):", "",
-              "| ops | master | plan | read | cut | fold | write |",
-              "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines += [
+        "",
+        "Phases (wall seconds):",
+        "",
+        "| ops | master | plan | read | cut | fold | write |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for r in rows:
         for master in ("local[1]", "local[2]"):
             ph: dict[str, float] = r[f"{master} phases"]  # type: ignore[assignment]
@@ -281,11 +292,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sizes", default="1000000,5000000", help="op counts, comma-separated")
     parser.add_argument("--out", default=None, help="write the table into this markdown file")
-    parser.add_argument("--max-load", type=float, default=None,
-                        help="before each timed run, wait until the 1-minute load average is "
-                        "below this (shared machines)")
-    parser.add_argument("--wait", type=float, default=1200.0,
-                        help="seconds to wait at most for --max-load (default 1200)")
+    parser.add_argument(
+        "--max-load",
+        type=float,
+        default=None,
+        help="before each timed run, wait until the 1-minute load average is "
+        "below this (shared machines)",
+    )
+    parser.add_argument(
+        "--wait",
+        type=float,
+        default=1200.0,
+        help="seconds to wait at most for --max-load (default 1200)",
+    )
     args = parser.parse_args(args_in)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     rows = []

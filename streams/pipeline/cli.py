@@ -21,21 +21,34 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--master", default=None, help="Spark master (default local[*])")
-        p.add_argument("--shuffle-partitions", type=int, default=None,
-                       help="spark.sql.shuffle.partitions (default: Spark's)")
+        p.add_argument(
+            "--shuffle-partitions",
+            type=int,
+            default=None,
+            help="spark.sql.shuffle.partitions (default: Spark's)",
+        )
 
-    audit = jobs.add_parser("audit", help="compare clusters: digests per key, duplicate IDs, "
-                            "op counts, lag percentiles")
-    audit.add_argument("--bootstrap", action="append", required=True,
-                       help="a cluster's Kafka bootstrap (repeat once per cluster)")
+    audit = jobs.add_parser(
+        "audit", help="compare clusters: digests per key, duplicate IDs, op counts, lag percentiles"
+    )
+    audit.add_argument(
+        "--bootstrap",
+        action="append",
+        required=True,
+        help="a cluster's Kafka bootstrap (repeat once per cluster)",
+    )
     common(audit)
 
     export = jobs.add_parser("export", help="converged entries as Parquet, partitioned by key")
     export.add_argument("--bootstrap", required=True)
     export.add_argument("--out", required=True, help="output directory (replaced)")
     export.add_argument("--format", default="parquet", choices=["parquet"])
-    export.add_argument("--min-partitions", type=int, default=None,
-                        help="split offset ranges into at least this many read tasks")
+    export.add_argument(
+        "--min-partitions",
+        type=int,
+        default=None,
+        help="split offset ranges into at least this many read tasks",
+    )
     common(export)
 
     follow = jobs.add_parser("follow", help="keep exported entries up to date (streaming)")
@@ -44,17 +57,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     follow.add_argument("--checkpoint", required=True, help="Spark checkpoint directory")
     follow.add_argument("--trigger-seconds", type=float, default=1.0)
     follow.add_argument("--max-offsets-per-trigger", type=int, default=None)
-    follow.add_argument("--available-now", action="store_true",
-                        help="process what is there now, then stop")
+    follow.add_argument(
+        "--available-now", action="store_true", help="process what is there now, then stop"
+    )
     common(follow)
 
     snap = jobs.add_parser("snapshot", help="a region's snapshot (the format nodes boot from)")
     snap.add_argument("--bootstrap", required=True, help="the region's cluster")
     snap.add_argument("--region", required=True, help="region name (its .local log is read)")
-    snap.add_argument("--out", required=True, help="snapshot file to write")
+    snap.add_argument(
+        "--out",
+        required=True,
+        help="snapshot file to write; with S > 1 shards one file per shard: {shard} in the name "
+        "is replaced by the shard, else the files are OUT.shard0 ... OUT.shard<S-1>",
+    )
     snap.add_argument("--id-mode", default="strict", choices=["strict", "semi-strict", "liberal"])
-    snap.add_argument("--region-id", type=int, default=None,
-                      help="the region's id, if its logs cannot tell")
+    snap.add_argument(
+        "--region-id", type=int, default=None, help="the region's id, if its logs cannot tell"
+    )
     common(snap)
 
 
@@ -62,8 +82,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         from streams.pipeline.session import spark_session
     except ImportError as exc:
-        print(f"streams spark: PySpark is not installed ({exc}); pip install -e '.[spark]'",
-              file=sys.stderr)
+        print(
+            f"streams spark: PySpark is not installed ({exc}); pip install -e '.[spark]'",
+            file=sys.stderr,
+        )
         return 2
     from pyspark.errors import PySparkException
 
@@ -84,8 +106,7 @@ def _message(exc: BaseException) -> str:
     """Our own error's line out of a Python data source traceback Spark wrapped, else line 1."""
     lines = str(exc).splitlines()
     for line in reversed(lines):
-        for marker in ("SourceError: ", "DataLossError: ", "OptionError: ",
-                       "CorruptRecordError: "):
+        for marker in ("SourceError: ", "DataLossError: ", "OptionError: ", "CorruptRecordError: "):
             if marker in line:
                 return line.split(marker, 1)[1].strip()
     return lines[0] if lines else type(exc).__name__
@@ -111,8 +132,15 @@ def _run(spark: object, args: argparse.Namespace) -> int:
     if args.job == "follow":
         from streams.pipeline.export import follow
 
-        query = follow(spark, args.bootstrap, args.out, args.checkpoint, args.trigger_seconds,
-                       args.max_offsets_per_trigger, args.available_now)
+        query = follow(
+            spark,
+            args.bootstrap,
+            args.out,
+            args.checkpoint,
+            args.trigger_seconds,
+            args.max_offsets_per_trigger,
+            args.available_now,
+        )
         try:
             query.awaitTermination()
         except KeyboardInterrupt:
@@ -120,7 +148,12 @@ def _run(spark: object, args: argparse.Namespace) -> int:
         return 0
     from streams.pipeline.snapshot import snapshot
 
-    digest = snapshot(spark, args.bootstrap, args.region, args.out, args.id_mode,
-                      args.region_id)
-    print(f"snapshot of {args.region} written to {args.out}: digest {digest}")
+    result = snapshot(spark, args.bootstrap, args.region, args.out, args.id_mode, args.region_id)
+    if len(result.files) == 1:
+        print(f"snapshot of {args.region} written to {result.files[0]}: digest {result.digest}")
+        return 0
+    print(f"snapshot of {args.region}, {len(result.files)} shards: digest {result.digest}")
+    for s, (path, digest) in enumerate(zip(result.files, result.shard_digests, strict=True)):
+        print(f"  shard {s}: {path} (digest {digest})")
+    print("boot a node with --snapshot FILE once per shard it owns")
     return 0

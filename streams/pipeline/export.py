@@ -12,6 +12,10 @@ N after a crash: same offsets, same rows), then refolds every key the batch touc
 stored ops of batches <= N and overwrites those keys' directories. A replayed batch therefore
 writes exactly what it wrote the first time: exactly once across restarts, with Spark's checkpoint
 holding the offsets. The cost is a refold of each touched key's whole history per batch.
+
+Both read every partition of every op log: with S shards, partition s holds shard s's keys, and
+the folds group by (partition, key) (`streams.pipeline.folding`), so the stored ops keep their
+partition.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from streams.pipeline import folding
 
 OPS_DIR = "_ops"
-_ESCAPE = set('"#%\'*/:=?\\\x7f{[]^') | {chr(c) for c in range(1, 32)}
+_ESCAPE = set("\"#%'*/:=?\\\x7f{[]^") | {chr(c) for c in range(1, 32)}
 
 
 def escape_path_name(text: str) -> str:
@@ -42,7 +46,10 @@ def read_oplogs(spark: SparkSession, bootstrap: str, **options: str) -> DataFram
 
 
 def export(
-    spark: SparkSession, bootstrap: str, out: str, fmt: str = "parquet",
+    spark: SparkSession,
+    bootstrap: str,
+    out: str,
+    fmt: str = "parquet",
     min_partitions: int | None = None,
 ) -> int:
     """Write the converged entries of the cluster's op logs to `out` (replacing it); returns
@@ -64,8 +71,9 @@ def export(
 
 
 def _apply_batch(spark: SparkSession, out: str, batch: DataFrame, batch_id: int) -> None:
-    ops = batch.where(F.col("kind") == F.lit("op")).select("kind", "key", "value", "topic",
-                                                         "offset")
+    ops = batch.where(F.col("kind") == F.lit("op")).select(
+        "kind", "key", "value", "topic", "partition", "offset"
+    )
     store = Path(out) / OPS_DIR
     (
         ops.withColumn("batch_id", F.lit(batch_id))
@@ -96,8 +104,9 @@ def _apply_batch(spark: SparkSession, out: str, batch: DataFrame, batch_id: int)
         entries.unpersist()
     for key in keys:
         if key not in alive:  # the key lost its last entry: its directory goes
-            shutil.rmtree(Path(out) / f"key={escape_path_name(folding.key_text(key))}",
-                          ignore_errors=True)
+            shutil.rmtree(
+                Path(out) / f"key={escape_path_name(folding.key_text(key))}", ignore_errors=True
+            )
 
 
 def follow(

@@ -18,11 +18,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from streams.pipeline.options import EARLIEST, LATEST, Offsets, SourceOptions
+from streams.pipeline.options import EARLIEST, LATEST, Offsets, SourceOptions, parse
 from topology import kafka
 
 _kafka_log = logging.getLogger("streams.pipeline.kafka")
@@ -65,6 +66,18 @@ def consumer_config(opts: SourceOptions, purpose: str) -> dict[str, object]:
 
 
 # --- planning (driver) ---------------------------------------------------------------------
+
+
+@contextmanager
+def planning(bootstrap: str, purpose: str) -> Iterator[tuple[SourceOptions, Consumer]]:
+    """The default options for `bootstrap` and a consumer for a job's own planning on the
+    driver (topics, partitions, ends), closed afterwards."""
+    opts = parse({"kafka.bootstrap.servers": bootstrap})
+    consumer = Consumer(consumer_config(opts, purpose))
+    try:
+        yield opts, consumer
+    finally:
+        consumer.close()
 
 
 def partitions_of(opts: SourceOptions, consumer: Consumer) -> list[tuple[str, int]]:
@@ -143,7 +156,10 @@ def log_end(consumer: Consumer, tp: tuple[str, int], timeout: float = 60.0) -> i
 
 
 def resolve(
-    opts: SourceOptions, consumer: Consumer, tps: list[tuple[str, int]], spec: str | Offsets,
+    opts: SourceOptions,
+    consumer: Consumer,
+    tps: list[tuple[str, int]],
+    spec: str | Offsets,
     what: str,
 ) -> dict[tuple[str, int], int]:
     """Concrete offsets for `spec` (earliest / latest / JSON) on each partition. With
@@ -259,9 +275,10 @@ def read_range(opts: SourceOptions, rng: Range) -> Iterator[Message]:
                                 )
                             return
                         continue
-                    if err.code() == KafkaError._AUTO_OFFSET_RESET or "out of range" in str(
-                        err
-                    ).lower():
+                    if (
+                        err.code() == KafkaError._AUTO_OFFSET_RESET
+                        or "out of range" in str(err).lower()
+                    ):
                         raise DataLossError(
                             f"reading {where}: offset {position} is no longer in Kafka ({err}); "
                             f"set failOnDataLoss=false to skip what was lost"

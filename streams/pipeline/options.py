@@ -95,8 +95,7 @@ def parse_offsets(name: str, text: str, allow_earliest: bool = True) -> str | Of
     except json.JSONDecodeError:
         words = "earliest, latest" if allow_earliest else "latest"
         raise OptionError(
-            f'option {name}: expected {words} or JSON like {{"r1.oplog": {{"0": 0}}}}, '
-            f"got {text!r}"
+            f'option {name}: expected {words} or JSON like {{"r1.oplog": {{"0": 0}}}}, got {text!r}'
         ) from None
     if not isinstance(doc, dict):
         raise OptionError(f"option {name}: the JSON must map topics to {{partition: offset}}")

@@ -112,8 +112,12 @@ def to_batches(
         value = msg.value()
         topic = msg.topic() or ""
         offset = msg.offset() or 0
-        row: dict[str, Any] = {"topic": topic, "partition": msg.partition(), "offset": offset,
-                               "value": value}
+        row: dict[str, Any] = {
+            "topic": topic,
+            "partition": msg.partition(),
+            "offset": offset,
+            "value": value,
+        }
         if "timestamp" in names or "timestampType" in names:
             ts_type, ts = msg.timestamp()
             row["timestamp"] = ts * 1000 if ts_type else None

@@ -1,11 +1,17 @@
 """`streams spark snapshot`: a region's state folded on Spark, written in the snapshot format.
 
-The file is exactly what `streams.snapshot.write_snapshot` writes (the format a node boots from),
+Each file is exactly what `streams.snapshot.write_snapshot` writes (the format a node boots from),
 built from per-key folds with the node's `streams.crdt` code. Why a causally closed cut: a
 cluster's mirrored copies lag one another, and the node holds back an op until everything in its
-context arrived; the job folds only the ops inside the closed position (streams.pipeline.audit)
+context arrived; the job folds only the ops inside the closed position (`streams.pipeline.cut`)
 and the local records whose context it covers, and the snapshot's positions point at the first
 record left out, so a node booting from it reads those again.
+
+Why one file per shard: a database of S shards is S state machines (partition s of every log is
+shard s, with its own op numbering, vector and local seq), and a node boots each shard it owns
+from a snapshot of that shard (`--snapshot` once per shard). File s holds shard s's keys, vector
+and local seq, positions in partition s only and, with S > 1, meta `shard=<s>`; the region's
+digest combines the shards' digests as CRDT.DIGEST does (`streams.crdt.keyspace.digest`).
 
 Why it is built this way (what makes it scale with executor cores, docs/benchmarks.md):
 - the source is read with only the columns the job uses (no `args` JSON, no timestamps) and in
@@ -22,19 +28,19 @@ import json
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import Consumer
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from streams.crdt.region import Region
 from streams.ids import IdMode
-from streams.pipeline import folding, kafka_io
-from streams.pipeline.audit import _position
-from streams.pipeline.options import parse
+from streams.pipeline import cut, folding, kafka_io
+from streams.pipeline.shards import ShardStream, region_digest, shard_count, shard_path
 from streams.pipeline.snapshot_file import KeyPart, write_parts
-from topology.topics import local_topic
+from streams.snapshot import Positions
+from topology.topics import local_topic, oplog_topic
 
 COLUMNS = (
     "topic string, partition int, offset long, kind string, origin int, seq long, "
@@ -46,97 +52,166 @@ READ_PARTITIONS_PER_CORE = 4
 every core busy to the end; each costs a consumer and a fetch."""
 FOLD_PARTITIONS_PER_CORE = 4
 """Key ranges per core for the fold."""
+WRITER = "streams spark snapshot"
 
 
-def _map(pos: dict[int, int]) -> Column:
-    pairs = [x for o, s in sorted(pos.items()) for x in (F.lit(o), F.lit(s))]
-    return F.create_map(*pairs) if pairs else F.create_map().cast("map<int,bigint>")
+@dataclass(frozen=True)
+class SnapshotResult:
+    digest: str
+    """The region's digest (CRDT.DIGEST of a node holding this state)."""
+    files: list[str]
+    """Shard s's snapshot file at index s (one file for a database of one shard)."""
+    shard_digests: list[str]
+    """Each shard's `State.digest()`, in shard order."""
 
 
 def snapshot(
-    spark: SparkSession, bootstrap: str, region_name: str, out: str,
-    id_mode: str = "strict", region_id: int | None = None,
+    spark: SparkSession,
+    bootstrap: str,
+    region_name: str,
+    out: str,
+    id_mode: str = "strict",
+    region_id: int | None = None,
     phases: dict[str, float] | None = None,
-) -> str:
-    """Write the snapshot of `region_name` to `out`; returns the state digest. `phases`, when
-    given, receives the wall seconds of each step (plan, read, cut, fold, write)."""
+) -> SnapshotResult:
+    """Write the snapshot of `region_name`: to `out` with one shard, else one file per shard
+    (`shards.shard_path`). `phases`, when given, receives the wall seconds of each step (plan,
+    read, cut, fold, write)."""
     clock = _Phases(phases)
     local = local_topic(region_name)
-    opts = parse({"kafka.bootstrap.servers": bootstrap})
-    consumer = Consumer(kafka_io.consumer_config(opts, "snapshot"))
-    try:
-        tps = kafka_io.partitions_of(opts, consumer)
-        if local in consumer.list_topics(timeout=15).topics:
-            tps.append((local, 0))
-        ends = kafka_io.resolve(opts, consumer, tps, "latest", "ending")
-    finally:
-        consumer.close()
-    if not ends:
-        raise kafka_io.SourceError(f"no op-log topic on {bootstrap}")
+    ends, shards = _plan(bootstrap, local)
     ending: dict[str, dict[str, int]] = {}
     for (t, p), o in ends.items():
         ending.setdefault(t, {})[str(p)] = o
     cores = spark.sparkContext.defaultParallelism
     clock.done("plan")
     df = (
-        spark.read.format("streams_oplog").schema(COLUMNS)
+        spark.read.format("streams_oplog")
+        .schema(COLUMNS)
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", ",".join(sorted(ending)))
         .option("minPartitions", str(READ_PARTITIONS_PER_CORE * cores))
-        .option("endingOffsets", json.dumps(ending)).load()
+        .option("endingOffsets", json.dumps(ending))
+        .load()
     ).cache()
     parts = None
     try:
-        pos = _position([df.where(F.col("kind") == F.lit("op"))])  # reads and caches the logs
+        pos = cut.position([df.where(F.col("kind") == F.lit("op"))])  # reads, caches the logs
         clock.done("read")
-        pos_map = _map(pos)
-        inside = F.col("seq") <= F.coalesce(pos_map[F.col("origin")], F.lit(0))
-        covered = F.forall(
-            F.map_entries("ctx"), lambda e: e["value"] <= F.coalesce(pos_map[e["key"]], F.lit(0))
-        )
+        at = cut.cut_map(pos)
         is_local = F.col("topic") == F.lit(local)
-        keep = ((F.col("kind") == F.lit("op")) & inside) | (is_local & covered)
-        # the first record left out of each topic is where a booting node resumes
+        keep = ((F.col("kind") == F.lit("op")) & cut.inside(at)) | (is_local & cut.covered(at))
+        # the first record left out of each partition is where a booting node resumes
         left_out = {
             (r["topic"], r["partition"]): r["m"]
-            for r in df.where(~keep).groupBy("topic", "partition")
-            .agg(F.min("offset").alias("m")).collect()
+            for r in df.where(~keep)
+            .groupBy("topic", "partition")
+            .agg(F.min("offset").alias("m"))
+            .collect()
         }
         positions = {tp: min(end, left_out.get(tp, end)) for tp, end in ends.items()}
         chosen = df.where(keep)
         if region_id is None:
-            ids = {r["origin"] for r in chosen.where(
-                (F.col("topic") == F.lit(f"{region_name}.oplog")) | is_local
-            ).select("origin").distinct().collect()}
-            if len(ids) != 1:
-                raise ValueError(
-                    f"cannot tell region {region_name}'s id from its logs (found {sorted(ids)}); "
-                    f"pass --region-id"
-                )
-            region_id = ids.pop()
-        local_seq = chosen.where(is_local).agg(F.max("seq")).collect()[0][0] or 0
-        region = Region(region_id, IdMode.parse(id_mode))
-        region.causal.applied.update({o: s for o, s in pos.items() if s > 0})
-        region.local_seq = local_seq
+            region_id = _region_id(chosen, region_name, is_local)
+        local_seqs = {
+            r["partition"]: r["m"]
+            for r in chosen.where(is_local)
+            .groupBy("partition")
+            .agg(F.max("seq").alias("m"))
+            .collect()
+        }
+        regions = [
+            _shard_region(region_id, id_mode, pos.get(s, {}), local_seqs.get(s) or 0)
+            for s in range(shards)
+        ]
         clock.done("cut")
         # every key folded and encoded at once, on every core; then read range by range
         parts = folding.key_parts(chosen, local, FOLD_PARTITIONS_PER_CORE * cores).persist()
         parts.count()
         df.unpersist()
         clock.done("fold")
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        with open(out, "wb") as fp:
-            digest = write_parts(
-                region, positions, _key_parts(parts), fp, region_name=region_name,
-                meta={"writer": "streams spark snapshot"},
-                threads=min(4, os.cpu_count() or 1),
-            )
+        result = _write(regions, positions, _key_parts(parts), out, region_name)
         clock.done("write")
-        return digest
+        return result
     finally:
         df.unpersist()
         if parts is not None:
             parts.unpersist()
+
+
+def _plan(bootstrap: str, local: str) -> tuple[Positions, int]:
+    """The end of every partition of every op log and of the region's `.local` log, and the
+    database's shard count (their partition count)."""
+    with kafka_io.planning(bootstrap, "snapshot") as (opts, consumer):
+        tps = kafka_io.partitions_of(opts, consumer)
+        topics = consumer.list_topics(timeout=15).topics
+        if local in topics:
+            tps += [(local, p) for p in sorted(topics[local].partitions)]
+        ends = kafka_io.resolve(opts, consumer, tps, "latest", "ending")
+    if not ends:
+        raise kafka_io.SourceError(f"no op-log topic on {bootstrap}")
+    return ends, shard_count(tps)
+
+
+def _region_id(chosen: DataFrame, region_name: str, is_local: Column) -> int:
+    """The region's id: the origin of its own op log's and `.local` log's records."""
+    ids = {
+        r["origin"]
+        for r in chosen.where((F.col("topic") == F.lit(oplog_topic(region_name))) | is_local)
+        .select("origin")
+        .distinct()
+        .collect()
+    }
+    if len(ids) != 1:
+        raise ValueError(
+            f"cannot tell region {region_name}'s id from its logs (found {sorted(ids)}); "
+            f"pass --region-id"
+        )
+    return int(ids.pop())
+
+
+def _shard_region(region_id: int, id_mode: str, vector: dict[int, int], local_seq: int) -> Region:
+    """A shard's Region as its snapshot header needs it: id, mode, applied vector, local seq
+    (the state itself comes from the key parts)."""
+    region = Region(region_id, IdMode.parse(id_mode))
+    region.causal.applied.update({o: s for o, s in vector.items() if s > 0})
+    region.local_seq = local_seq
+    return region
+
+
+def _write(
+    regions: list[Region],
+    positions: Positions,
+    parts: Iterator[KeyPart],
+    out: str,
+    region_name: str,
+) -> SnapshotResult:
+    """Shard by shard, the file of each from the parts (ordered by shard, then key)."""
+    shards = len(regions)
+    stream = ShardStream(parts, lambda part: part.shard)
+    files: list[str] = []
+    digests: list[str] = []
+    for s, region in enumerate(regions):
+        path = shard_path(out, s, shards)
+        meta = {"writer": WRITER, **({"shard": str(s)} if shards > 1 else {})}
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as fp:
+            digests.append(
+                write_parts(
+                    region,
+                    {(t, p): o for (t, p), o in positions.items() if p == s},
+                    stream.of(s),
+                    fp,
+                    region_name=region_name,
+                    meta=meta,
+                    threads=min(4, os.cpu_count() or 1),
+                )
+            )
+        files.append(path)
+    extra = stream.rest()
+    if extra is not None:
+        raise ValueError(f"keys of partition {extra}, beyond the logs' {shards} partition(s)")
+    return SnapshotResult(region_digest(digests), files, digests)
 
 
 class _Phases:
@@ -154,7 +229,9 @@ class _Phases:
 def _key_parts(parts: DataFrame) -> Iterator[KeyPart]:
     for row in parts.toLocalIterator():
         yield KeyPart(
-            bytes(row["key_bytes"]), [bytes(r) for r in row["records"]], row["entries"],
+            bytes(row["key_bytes"]),
+            [bytes(r) for r in row["records"]],
+            row["entries"],
             bytes(row["digest_feed"]),
+            row["shard"],
         )
-

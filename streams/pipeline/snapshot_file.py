@@ -42,12 +42,14 @@ SYNC_INTERVAL = 16_000
 @dataclass
 class KeyPart:
     """One key's part of a snapshot: its Avro records (each binary-encoded alone), how many
-    entries they hold, and its input to the state digest (empty when the key does not exist)."""
+    entries they hold, its input to the state digest (empty when the key does not exist), and
+    the shard whose snapshot it belongs in."""
 
     key: bytes
     records: list[bytes]
     entries: int
     digest_feed: bytes
+    shard: int = 0
 
 
 def _encode(record: dict[str, Any]) -> bytes:
@@ -75,7 +77,7 @@ def digest_feed(key: bytes, ks: KeyState) -> bytes:
     return b"".join(out)
 
 
-def key_part(key: bytes, ks: KeyState) -> KeyPart:
+def key_part(key: bytes, ks: KeyState, shard: int = 0) -> KeyPart:
     """Encode one key's snapshot records and digest input (runs on an executor)."""
     region = Region(0)
     region.state.keys[key] = ks
@@ -83,13 +85,17 @@ def key_part(key: bytes, ks: KeyState) -> KeyPart:
     entries = sum(
         len(r["item"][1]["entries"]) for r in records if r["item"][0] == _NS + "EntryChunk"
     )
-    return KeyPart(key, [_encode(r) for r in records], entries, digest_feed(key, ks))
+    return KeyPart(key, [_encode(r) for r in records], entries, digest_feed(key, ks), shard)
 
 
 def _header_bytes(sync_marker: bytes) -> bytes:
     buf = io.BytesIO()
     fastavro.writer(
-        buf, _PARSED, [], codec="deflate", metadata={MAGIC_KEY: str(FORMAT_VERSION)},
+        buf,
+        _PARSED,
+        [],
+        codec="deflate",
+        metadata={MAGIC_KEY: str(FORMAT_VERSION)},
         sync_marker=sync_marker,
     )
     return buf.getvalue()
@@ -189,9 +195,21 @@ def write_parts(
             for record in part.records:
                 blocks.add(record)
                 records += 1
-        blocks.add(_encode({"item": (_NS + "Trailer", {
-            "records": records, "keys": keys, "entries": entries, "digest": h.hexdigest(),
-        })}))
+        blocks.add(
+            _encode(
+                {
+                    "item": (
+                        _NS + "Trailer",
+                        {
+                            "records": records,
+                            "keys": keys,
+                            "entries": entries,
+                            "digest": h.hexdigest(),
+                        },
+                    )
+                }
+            )
+        )
         ok = True
     finally:
         blocks.finish(write=ok)

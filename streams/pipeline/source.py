@@ -58,9 +58,7 @@ def _read(
     opts: SourceOptions, partition: InputPartition, columns: list[str] | None
 ) -> Iterator[pa.RecordBatch]:
     assert isinstance(partition, RangePartition)
-    yield from to_batches(
-        kafka_io.read_range(opts, partition.range), opts.include_headers, columns
-    )
+    yield from to_batches(kafka_io.read_range(opts, partition.range), opts.include_headers, columns)
 
 
 def projection(opts: SourceOptions, schema: StructType) -> list[str] | None:
@@ -73,7 +71,8 @@ def projection(opts: SourceOptions, schema: StructType) -> list[str] | None:
     if names == full.names:
         return None
     bad = [
-        f"{f.name} {f.dataType.simpleString()}" for f in schema.fields
+        f"{f.name} {f.dataType.simpleString()}"
+        for f in schema.fields
         if f.name not in full.names
         or to_arrow_type(f.dataType, timezone="UTC") != full.field(f.name).type
     ]
@@ -89,9 +88,9 @@ def _planning_consumer(opts: SourceOptions) -> Consumer:
     return Consumer(kafka_io.consumer_config(opts, "plan"))
 
 
-def _starting(opts: SourceOptions, consumer: Consumer, tps: list[tuple[str, int]]) -> dict[
-    tuple[str, int], int
-]:
+def _starting(
+    opts: SourceOptions, consumer: Consumer, tps: list[tuple[str, int]]
+) -> dict[tuple[str, int], int]:
     if opts.starting_timestamp is not None:
         return kafka_io.offsets_for_time(consumer, tps, opts.starting_timestamp)
     return kafka_io.resolve(opts, consumer, tps, opts.starting, "starting")
@@ -112,8 +111,11 @@ class OpLogBatchReader(DataSourceReader):
             end = kafka_io.resolve(self.opts, consumer, tps, self.opts.ending, "ending")
         finally:
             consumer.close()
-        bad = [f"{t}[{p}] {start[(t, p)]} > {end[(t, p)]}" for t, p in tps if
-               start[(t, p)] > end[(t, p)]]
+        bad = [
+            f"{t}[{p}] {start[(t, p)]} > {end[(t, p)]}"
+            for t, p in tps
+            if start[(t, p)] > end[(t, p)]
+        ]
         if bad:
             raise SourceError(f"starting offsets after ending offsets: {', '.join(bad)}")
         ranges = [Range(t, p, start[(t, p)], end[(t, p)]) for t, p in tps]
@@ -207,10 +209,13 @@ def cap(
         for p, o in parts.items():
             ends.setdefault(t, {}).setdefault(p, o)
     if maximum is None:
-        return {t: {p: max(o, begin.get(t, {}).get(p, 0)) for p, o in parts.items()}
-                for t, parts in ends.items()}
+        return {
+            t: {p: max(o, begin.get(t, {}).get(p, 0)) for p, o in parts.items()}
+            for t, parts in ends.items()
+        }
     backlog = {
-        (t, p): max(0, o - begin.get(t, {}).get(p, 0)) for t, parts in ends.items()
+        (t, p): max(0, o - begin.get(t, {}).get(p, 0))
+        for t, parts in ends.items()
         for p, o in parts.items()
     }
     total = sum(backlog.values())

@@ -11,7 +11,6 @@ from streams.pipeline.audit import audit
 from topology.local import LocalTopology
 
 
-
 def _produce(bootstrap: str, topic: str, op: ops.Op) -> None:
     producer = Producer({"bootstrap.servers": bootstrap})
     producer.produce(topic, encode(op))
@@ -40,9 +39,11 @@ def test_audit_finds_injected_divergence_and_duplicate_ids_and_counts_ops(
             _produce(topo.bootstrap[cluster], "r2.oplog", forged)
         report = audit(spark, [topo.bootstrap[1], topo.bootstrap[2]])
         b1, b2 = topo.bootstrap[1], topo.bootstrap[2]
-    assert report.position == {1: 14, 2: seq}
+    assert report.position == {0: {1: 14, 2: seq}}
+    assert report.shards == 1
     assert report.differing_keys == [b"forged"]
-    assert report.conflicting_dots == [(2, seq)]
+    assert report.conflicting_dots == [(0, 2, seq)]
+    assert report.region_digests[b1] != report.region_digests[b2]
     assert not report.ok
     assert set(report.digests) == {b"a", b"b", b"dup", b"forged"}
     assert report.digests[b"b"] == {b1: "", b2: ""}  # deleted everywhere

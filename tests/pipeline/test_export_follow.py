@@ -15,7 +15,6 @@ from streams.pipeline.export import OPS_DIR, export, follow
 from tests.pipeline.conftest import History
 from topology.local import LocalTopology
 
-
 Entries = dict[bytes, list[tuple[bytes, bytes, list[tuple[bytes, bytes]]]]]
 
 
@@ -87,8 +86,14 @@ def test_follow_stopped_and_restarted_ends_with_exactly_the_nodes_entries(
         c2.xadd("t", {"i": str(i)})
     live.sync()
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
-    query = follow(spark, live.bootstrap[1], str(out), str(checkpoint), trigger_seconds=0.1,
-                   max_offsets_per_trigger=30)
+    query = follow(
+        spark,
+        live.bootstrap[1],
+        str(out),
+        str(checkpoint),
+        trigger_seconds=0.1,
+        max_offsets_per_trigger=30,
+    )
     try:
         _wait_batches(query, 1)
     finally:
@@ -103,8 +108,14 @@ def test_follow_stopped_and_restarted_ends_with_exactly_the_nodes_entries(
         c2.xadd("u", {"i": str(i)})
     c1.xdel("u", c1.xrange("u", count=1)[0][0]) if c1.xrange("u", count=1) else None
     live.sync()
-    query = follow(spark, live.bootstrap[1], str(out), str(checkpoint), trigger_seconds=0.1,
-                   max_offsets_per_trigger=30)
+    query = follow(
+        spark,
+        live.bootstrap[1],
+        str(out),
+        str(checkpoint),
+        trigger_seconds=0.1,
+        max_offsets_per_trigger=30,
+    )
     try:
         query.processAllAvailable()
     finally:
@@ -112,8 +123,9 @@ def test_follow_stopped_and_restarted_ends_with_exactly_the_nodes_entries(
     got = read_back(out)
     assert _comparable(got) == xrange_all(c1, [b"s", b"t", b"u"])
     stored = ds.dataset(str(out / OPS_DIR), format="parquet", partitioning="hive").to_table()
-    offsets = list(zip(stored.column("topic").to_pylist(), stored.column("offset").to_pylist(),
-                       strict=True))
+    offsets = list(
+        zip(stored.column("topic").to_pylist(), stored.column("offset").to_pylist(), strict=True)
+    )
     assert len(offsets) == len(set(offsets))  # no batch processed twice
     vector = live.vector(1)
     assert len(offsets) == vector["r1"] + vector["r2"]  # none missing

@@ -18,7 +18,6 @@ from tests.pipeline.conftest import History
 from topology.ports import free_port
 
 
-
 def _read(spark: SparkSession, bootstrap: str, **options: str):  # type: ignore[no-untyped-def]
     reader = spark.read.format("streams_oplog").option("kafka.bootstrap.servers", bootstrap)
     for k, v in options.items():
@@ -51,10 +50,19 @@ def test_same_offsets_give_same_rows_however_split(spark: SparkSession, history:
     start = json.dumps({"r1.oplog": {"0": lo}})
     end = json.dumps({"r1.oplog": {"0": hi}})
     cols = ["topic", "partition", "offset", "origin", "seq", "op", "args", "value"]
-    one = _read(spark, bootstrap, subscribe="r1.oplog", startingOffsets=start,
-                endingOffsets=end).select(*cols).collect()
-    split = _read(spark, bootstrap, subscribe="r1.oplog", startingOffsets=start,
-                  endingOffsets=end, minPartitions="5")
+    one = (
+        _read(spark, bootstrap, subscribe="r1.oplog", startingOffsets=start, endingOffsets=end)
+        .select(*cols)
+        .collect()
+    )
+    split = _read(
+        spark,
+        bootstrap,
+        subscribe="r1.oplog",
+        startingOffsets=start,
+        endingOffsets=end,
+        minPartitions="5",
+    )
     assert split.rdd.getNumPartitions() == 5
     again = split.select(*cols).collect()
     assert sorted(one) == sorted(again)
@@ -64,8 +72,9 @@ def test_same_offsets_give_same_rows_however_split(spark: SparkSession, history:
 def test_option_names_are_case_insensitive_and_headers_optional(
     spark: SparkSession, history: History
 ) -> None:
-    df = _read(spark, history.topo.bootstrap[1], SUBSCRIBE="r1.oplog,r1.local",
-               INCLUDEHEADERS="true")
+    df = _read(
+        spark, history.topo.bootstrap[1], SUBSCRIBE="r1.oplog,r1.local", INCLUDEHEADERS="true"
+    )
     assert "headers" in df.columns
     rows = df.select("topic", "kind", "origin", "seq", "op", "headers").collect()
     assert {r["topic"] for r in rows} == {"r1.oplog", "r1.local"}
@@ -82,7 +91,8 @@ def test_folded_ops_give_the_digest_of_a_live_node(spark: SparkSession, history:
     for i in (2,):
         df = _read(spark, topo.bootstrap[i])
         state = State()
-        for key, ks in folding.collect_states(folding.key_states(df, f"r{i}.local")):
+        for shard, key, ks in folding.collect_states(folding.key_states(df, f"r{i}.local")):
+            assert shard == 0
             state.keys[key] = ks
         assert state.digest() == topo.client(i).execute_command("CRDT.DIGEST").decode()
 
@@ -110,7 +120,10 @@ def test_spark_snapshot_has_the_nodes_digest_and_pel_and_reads_back(
 ) -> None:
     topo = history.topo
     out = tmp_path / "r1.snapshot"
-    digest = snapshot(spark, topo.bootstrap[1], "r1", str(out), id_mode="semi-strict")
+    result = snapshot(spark, topo.bootstrap[1], "r1", str(out), id_mode="semi-strict")
+    assert result.files == [str(out)]  # one shard: the file named, as always
+    digest = result.digest
+    assert result.shard_digests == [digest]
     live = topo.client(1)
     assert digest == live.execute_command("CRDT.DIGEST").decode()
     with open(out, "rb") as fp:
@@ -136,12 +149,21 @@ def test_spark_snapshot_has_the_nodes_digest_and_pel_and_reads_back(
 def test_a_schema_given_by_the_reader_picks_columns(spark: SparkSession, history: History) -> None:
     bootstrap = history.topo.bootstrap[1]
     cols = "value binary, seq long, ctx map<int,long>, key binary, topic string"
-    picked = spark.read.format("streams_oplog").schema(cols).option(
-        "kafka.bootstrap.servers", bootstrap).option("minPartitions", "4").load()
+    picked = (
+        spark.read.format("streams_oplog")
+        .schema(cols)
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("minPartitions", "4")
+        .load()
+    )
     assert picked.columns == ["value", "seq", "ctx", "key", "topic"]
     full = _read(spark, bootstrap).select("value", "seq", "ctx", "key", "topic")
     assert sorted(map(tuple, picked.collect())) == sorted(map(tuple, full.collect()))
-    bad = spark.read.format("streams_oplog").schema("seq string").option(
-        "kafka.bootstrap.servers", bootstrap).load()
+    bad = (
+        spark.read.format("streams_oplog")
+        .schema("seq string")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .load()
+    )
     with pytest.raises(PySparkException, match="seq string"):
         bad.collect()
