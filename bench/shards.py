@@ -24,7 +24,9 @@ under load, the idle CPU of the whole topology, and a py-spy profile at P16
 Before each run the 1-minute load average is recorded, after waiting for it to fall below
 `--max-load` (bench/pipeline.py's `quiet_machine`); during each run, the cores kept busy by
 processes outside this benchmark (/proc/stat minus this process tree), which says whether another
-engineer's tests shared the run.
+engineer's tests shared the run. The load average also counts this benchmark's own previous run
+(a sustained run keeps 1-2 cores busy, and the average forgets over minutes), so `--max-others`
+is the sharper gate: before each run, wait until the others' cores over 2 s are below it.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ PIPELINES = (1, 16)
 PROFILE_PIPELINE = 16
 PROFILE_REQUESTS = 100_000_000
 """The profiled load is stopped after the window; this only has to outlast it."""
+Say = Callable[[str], None]
 FIGURES = ("p1", "p16", "consume", "latency", "idle", "profile")
 """What `--only` can pick besides systems: XADD at P1 / P16 (with the replicated rate and drain
 where there are several regions), consumption, and the first round's extras."""
@@ -137,6 +140,7 @@ class Plan:
     idle_window: float = 10.0
     profile_seconds: float = 10.0
     max_load: float | None = None
+    max_others: float | None = None
     max_wait: float = 1200.0
 
 
@@ -233,6 +237,27 @@ class Others:
         return max(0.0, machine - ours) / (time.monotonic() - self._started)
 
 
+OTHERS_WINDOW = 2.0
+OTHERS_POLL = 10.0
+
+
+def settle(plan: Plan, say: Say) -> float:
+    """Wait for a quiet machine as the plan asks (`max_load`, then `max_others`, each for at most
+    `max_wait` seconds); the 1-minute load average it then has."""
+    load = quiet_machine(plan.max_load, plan.max_wait)
+    if plan.max_others is None:
+        return load
+    deadline = time.monotonic() + plan.max_wait
+    while True:
+        others = Others()
+        time.sleep(OTHERS_WINDOW)
+        busy = others.cores()
+        if busy < plan.max_others or time.monotonic() > deadline:
+            return os.getloadavg()[0]
+        say(f"other processes keep {busy:.2f} cores busy (>= {plan.max_others}): waiting")
+        time.sleep(OTHERS_POLL)
+
+
 def idle_cpu(window: float) -> float:
     """Percent of one core used by this process tree (an idle topology: brokers, nodes, the
     mirrors' threads) over `window` seconds."""
@@ -243,9 +268,6 @@ def idle_cpu(window: float) -> float:
 
 
 # --- the run ----------------------------------------------------------------------------------
-
-
-Say = Callable[[str], None]
 
 
 def run(plan: Plan, say: Say) -> Results:
@@ -273,7 +295,7 @@ def measure(
             if f"p{p}" in wanted:
                 xadd(system, target, round_no, p, plan, results.figures, say)
         if "consume" in wanted:
-            load = quiet_machine(plan.max_load, plan.max_wait)
+            load = settle(plan, say)
             others = Others()
             eps = consume(target.port, f"consume:{round_no}", plan.consume_entries)
             sample = Sample(round_no, eps, load, others.cores())
@@ -302,7 +324,7 @@ def xadd(
     included."""
     topo = target.topo
     replicated = topo is not None and topo.n > 1
-    load = quiet_machine(plan.max_load, plan.max_wait)
+    load = settle(plan, say)
     others = Others()
     before = own_ops(topo, 1) if topo is not None and replicated else 0
     started = time.monotonic()
@@ -326,7 +348,7 @@ def profile(target: Target, system: System, plan: Plan, say: Say) -> Profile:
     processes = topology_processes(target.topo)
     nodes = {k: v for k, v in processes.items() if k.startswith("node ")}
     watched = {k: v for k, v in processes.items() if k not in nodes}
-    load = quiet_machine(plan.max_load, plan.max_wait)
+    load = settle(plan, say)
     say(f"{system.name}: py-spy on {len(nodes)} node process(es) at P{PROFILE_PIPELINE} ...")
     command = xadd_benchmark_command(
         target.port, PROFILE_REQUESTS, PROFILE_PIPELINE, system.cluster
@@ -345,7 +367,7 @@ def profile(target: Target, system: System, plan: Plan, say: Say) -> Profile:
 
 def latency(system: System, topo: LocalTopology, plan: Plan, results: Results, say: Say) -> None:
     for rate in plan.latency_rates:
-        load = quiet_machine(plan.max_load, plan.max_wait)
+        load = settle(plan, say)
         with RateWriter(topo.ports[1], rate) as writer:
             started = time.monotonic()
             lat = replication_latency(topo.ports[1], topo.ports[2], plan.latency_samples)
