@@ -40,14 +40,14 @@ SMOKE: dict[str, Any] = {
     "rounds": 1,
     "requests": 500,
     "consume_entries": 300,
-    "systems": ("redis", "redis-cluster", "s4n2", "r3s1"),
+    "systems": ("redis", "redis-cluster", "s4n2", "s4n2-shards", "r3s1"),
     "figures": ("p1", "p16", "consume", "latency", "idle"),
     "latency_samples": 5,
     "latency_rates": (200,),
     "idle_window": 1.0,
 }
-"""--smoke: each kind of server (one process, a cluster of ours, several regions), tiny sizes,
-no profile (py-spy is optional)."""
+"""--smoke: each kind of server and client (one process, a cluster of ours under --cluster and
+under a client per shard, several regions), tiny sizes, no profile (py-spy is optional)."""
 
 
 def machine_line() -> str:

@@ -2,8 +2,9 @@
 with (`python -m bench`), as the single redis-server is the anchor of one process.
 
 Each master is a Debian redis-server with `cluster-enabled yes` and the persistence given (the
-benchmark uses `appendfsync always`, as for the single server). Master i gets an equal run of the
-16384 slots (`CLUSTER ADDSLOTSRANGE`), the first meets the others (`CLUSTER MEET`), and the
+benchmark uses `appendfsync always`, as for the single server). Master i gets the slots
+redis-cli --cluster create would give it (`streams.slots.shard_ranges`: 0-8191 and 8192-16383
+for two; `CLUSTER ADDSLOTSRANGE`), the first meets the others (`CLUSTER MEET`), and the
 cluster is ready once every master says `cluster_state:ok` and knows every other.
 """
 
@@ -17,12 +18,12 @@ from collections.abc import Iterator
 import redis
 
 from bench.throughput import redis_server
+from streams.slots import shard_ranges
 from topology.ports import free_port
 
 MAX_CLUSTER_PORT = 55535
 """redis-server refuses cluster mode on a higher port: its bus port (port + 10000) must exist."""
 BUS_OFFSET = 10000
-SLOTS = 16384
 READY_TIMEOUT_S = 30.0
 
 
@@ -44,12 +45,6 @@ def _is_free(port: int) -> bool:
         return True
 
 
-def slot_runs(masters: int) -> list[tuple[int, int]]:
-    """(first, last) slot of each master: 0-8191 and 8192-16383 for two."""
-    bounds = [SLOTS * i // masters for i in range(masters + 1)]
-    return [(bounds[i], bounds[i + 1] - 1) for i in range(masters)]
-
-
 @contextlib.contextmanager
 def redis_cluster(masters: int = 2, durable: bool = True) -> Iterator[list[int]]:
     """The masters' ports of a ready cluster; every redis-server is killed on exit."""
@@ -59,11 +54,11 @@ def redis_cluster(masters: int = 2, durable: bool = True) -> Iterator[list[int]]
             for _ in range(masters)
         ]
         clients = [stack.enter_context(redis.Redis(port=port)) for port in ports]
-        for epoch, (client, (first, last)) in enumerate(
-            zip(clients, slot_runs(masters), strict=True), start=1
+        for epoch, (client, slots) in enumerate(
+            zip(clients, shard_ranges(masters), strict=True), start=1
         ):
             client.execute_command("CLUSTER", "SET-CONFIG-EPOCH", epoch)
-            client.execute_command("CLUSTER", "ADDSLOTSRANGE", first, last)
+            client.execute_command("CLUSTER", "ADDSLOTSRANGE", slots.start, slots.stop - 1)
         for port in ports[1:]:
             clients[0].execute_command("CLUSTER", "MEET", "127.0.0.1", port)
         deadline = time.monotonic() + READY_TIMEOUT_S

@@ -6,10 +6,12 @@ Systems (`SYSTEMS`; ids for `--only` in brackets):
   group commit it replies once a write is durable) and without persistence [redis-nofsync];
 - a 2-master Redis Cluster, same persistence [redis-cluster] (the anchor of several processes);
 - one region with S = 1, 2, 4, 8 shards in one node process [s1 s2 s4 s8] (S transactions in
-  flight, one core) and S = 4 over 2 node processes [s4n2] (two cores, the Redis Cluster
-  protocol, so `redis-benchmark --cluster`);
-- three regions writing into r1: S = 1 [r3s1], S = 4 in one process [r3s4], S = 4 over two
-  [r3s4n2]; and two regions [r2s1], not in the default run.
+  flight, one core) and S = 4 over 2 node processes (two cores, the Redis Cluster protocol),
+  loaded by `redis-benchmark --cluster` [s4n2] as the Redis Cluster is, and by a client per
+  shard [s4n2-shards]: redis-benchmark's cluster mode tags every key it sends a node with one
+  slot of that node, so it keeps one shard per node busy, half of S = 4 over two;
+- three regions writing into r1: S = 1 [r3s1], S = 4 in one process [r3s4], S = 4 over two with
+  a client per shard [r3s4n2-shards]; and two regions [r2s1], not in the default run.
 
 Each round runs every chosen system once, the order shifted by one system per round, so a busy
 spell of the shared machine does not always fall on the same system. Per system and round:
@@ -42,19 +44,23 @@ from bench.cluster import redis_cluster
 from bench.pipeline import quiet_machine, tree_cpu_seconds
 from bench.shards_profile import ProcessProfile, profile_under_load, py_spy
 from bench.throughput import (
+    CLIENTS,
     Figures,
     RateWriter,
     Sample,
     consume,
     own_ops,
     percentile,
-    redis_benchmark,
     redis_server,
     replication_latency,
+    run_benchmarks,
+    shard_tags,
+    split,
     topology_processes,
     wait_replicated,
     xadd_benchmark_command,
 )
+from streams.cluster.layout import spread
 from topology.local import LocalTopology
 
 ANCHOR = "redis fsync always"
@@ -83,46 +89,61 @@ class System:
     nodes: int = 1
     extras: frozenset[str] = frozenset()
     default: bool = True
-
-    @property
-    def cluster(self) -> bool:
-        """Spoken to with `redis-benchmark --cluster`."""
-        return self.kind == "redis-cluster" or self.nodes > 1
+    client: str = "one"
+    """How redis-benchmark loads it (`load_commands`): "one" plain run; "cluster", one run with
+    `--cluster`, which puts all the keys a node gets in one slot, so one shard per node works;
+    "per-shard", a run per shard on the node owning it, keys tagged for that shard, the 50
+    clients and the requests split between them, so every shard works."""
 
     def applies(self, figure: str) -> bool:
         return figure in ("p1", "p16") or figure in self.extras
 
 
+CLIENT_NAMES = {
+    "one": "",
+    "cluster": ", redis-benchmark --cluster",
+    "per-shard": ", a client per shard",
+}
+ID_SUFFIX = {"one": "", "cluster": "", "per-shard": "-shards"}
+
+
 def streams(
-    regions: int, shards: int, nodes: int = 1, *extras: str, default: bool = True
+    regions: int,
+    shards: int,
+    nodes: int = 1,
+    *extras: str,
+    client: str = "one",
+    default: bool = True,
 ) -> System:
     prefix = "" if regions == 1 else f"r{regions}"
     where = f"{nodes} processes" if nodes > 1 else "1 process"
     return System(
-        id=f"{prefix}s{shards}" + (f"n{nodes}" if nodes > 1 else ""),
+        id=f"{prefix}s{shards}" + (f"n{nodes}" if nodes > 1 else "") + ID_SUFFIX[client],
         name=f"streams {regions} region{'s' if regions > 1 else ''}, "
-        f"{shards} shard{'s' if shards > 1 else ''} ({where})",
+        f"{shards} shard{'s' if shards > 1 else ''} ({where}{CLIENT_NAMES[client]})",
         regions=regions,
         shards=shards,
         nodes=nodes,
         extras=frozenset(extras),
         default=default,
+        client=client,
     )
 
 
 SYSTEMS: tuple[System, ...] = (
     System("redis", ANCHOR, "redis", extras=frozenset({"consume"})),
     System("redis-nofsync", "redis no persistence", "redis", False, extras=frozenset({"consume"})),
-    System("redis-cluster", CLUSTER_ANCHOR, "redis-cluster", nodes=2),
+    System("redis-cluster", CLUSTER_ANCHOR, "redis-cluster", nodes=2, client="cluster"),
     streams(1, 1, 1, "consume", "profile"),
     streams(1, 2),
     streams(1, 4, 1, "consume", "profile"),
     streams(1, 8),
-    streams(1, 4, 2, "profile", "idle"),
+    streams(1, 4, 2, "idle", client="cluster"),
+    streams(1, 4, 2, "profile", client="per-shard"),
     streams(2, 1, 1, "consume", "latency", "idle", default=False),
     streams(3, 1, 1, "consume", "latency", "idle"),
     streams(3, 4, 1, "consume", "latency", "idle"),
-    streams(3, 4, 2, "idle"),
+    streams(3, 4, 2, "idle", client="per-shard"),
 )
 BY_ID = {s.id: s for s in SYSTEMS}
 DEFAULT_SYSTEMS = tuple(s.id for s in SYSTEMS if s.default)
@@ -328,7 +349,7 @@ def xadd(
     others = Others()
     before = own_ops(topo, 1) if topo is not None and replicated else 0
     started = time.monotonic()
-    rps = redis_benchmark(target.port, plan.requests, pipeline, system.cluster)
+    rps = run_benchmarks(load_commands(system, target, plan.requests, pipeline))
     written = time.monotonic() - started
     figure = f"XADD c50 P{pipeline}"
     line = f"round {round_no}: {system.name}: XADD P{pipeline} {rps:,.0f}/s"
@@ -343,6 +364,26 @@ def xadd(
     say(f"{line} (load {load:.2f})")
 
 
+def load_commands(system: System, target: Target, requests: int, pipeline: int) -> list[list[str]]:
+    """The redis-benchmark runs that load a system (`System.client`), into region r1."""
+    if system.client != "per-shard":
+        return [xadd_benchmark_command(target.port, requests, pipeline, system.client == "cluster")]
+    assert target.topo is not None
+    ports = target.topo.node_ports[1]
+    owner = {s: node for node, group in enumerate(spread(system.shards, len(ports))) for s in group}
+    return [
+        xadd_benchmark_command(ports[owner[s]], n, pipeline, clients=c, tag=tag)
+        for s, (tag, n, c) in enumerate(
+            zip(
+                shard_tags(system.shards),
+                split(requests, system.shards),
+                split(CLIENTS, system.shards),
+                strict=True,
+            )
+        )
+    ]
+
+
 def profile(target: Target, system: System, plan: Plan, say: Say) -> Profile:
     assert target.topo is not None
     processes = topology_processes(target.topo)
@@ -350,11 +391,9 @@ def profile(target: Target, system: System, plan: Plan, say: Say) -> Profile:
     watched = {k: v for k, v in processes.items() if k not in nodes}
     load = settle(plan, say)
     say(f"{system.name}: py-spy on {len(nodes)} node process(es) at P{PROFILE_PIPELINE} ...")
-    command = xadd_benchmark_command(
-        target.port, PROFILE_REQUESTS, PROFILE_PIPELINE, system.cluster
-    )
+    commands = load_commands(system, target, PROFILE_REQUESTS, PROFILE_PIPELINE)
     try:
-        found = profile_under_load(command, nodes, watched, plan.profile_seconds)
+        found = profile_under_load(commands, nodes, watched, plan.profile_seconds)
     except (RuntimeError, subprocess.TimeoutExpired) as e:  # the figures matter more
         say(f"{system.name}: no profile: {e}")
         return Profile([], load, str(e))
@@ -403,7 +442,10 @@ def markdown(results: Results, plan: Plan, machine: str) -> str:
         "",
         f"{plan.rounds} round{'s' if plan.rounds > 1 else ''}, every system once per round in "
         "turn (the order shifted by one each round); min / median / max over rounds. XADD: "
-        f"`{cmd}` (`--cluster` and key `key:{{tag}}:__rand_int__` against several nodes). "
+        f"`{cmd}`; against several nodes either `--cluster` with key `key:{{tag}}:__rand_int__` "
+        "(redis-benchmark gives each node's keys the hash tag of one of its slots: one shard per "
+        "node works) or a client per shard (key `key:{sN}:__rand_int__` with a tag of that shard, "
+        "on its node; the 50 clients and the requests split between them). "
         '"replicated": ops written in r1 / the time from the start of the run until every other '
         "region applied all of them. Consumption: 50 asyncio clients looping XREADGROUP COUNT "
         f"10 + XACK over {plan.consume_entries:,} entries of one stream. Ratios: per round, our "

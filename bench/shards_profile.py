@@ -97,7 +97,7 @@ def py_spy() -> str | None:
 
 
 def profile_under_load(
-    load: list[str],
+    loads: list[list[str]],
     spied: dict[str, int],
     watched: dict[str, int],
     seconds: float,
@@ -105,23 +105,27 @@ def profile_under_load(
     rate: int = 100,
     top: int = 10,
 ) -> list[ProcessProfile]:
-    """Run the `load` command, let it warm up, then py-spy every process of `spied` (label ->
-    pid) for `seconds` at `rate` Hz while measuring the CPU of those, of `watched` and of the
-    load itself; the load is stopped at the end (it should be long enough to outlast the
-    window)."""
+    """Run the `loads` commands, let them warm up, then py-spy every process of `spied` (label
+    -> pid) for `seconds` at `rate` Hz while measuring the CPU of those, of `watched` and of the
+    loads themselves (together); the loads are stopped at the end (they should be long enough
+    to outlast the window)."""
     spy = py_spy()
     if spy is None:
         raise RuntimeError("py-spy is not installed (pip install py-spy)")
-    client = subprocess.Popen(load, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    clients = [
+        subprocess.Popen(load, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for load in loads
+    ]
     try:
         time.sleep(warmup)
-        if client.poll() is not None:
-            raise RuntimeError(f"the load ended before the profile ({client.returncode})")
-        every = {**spied, **watched, "redis-benchmark": client.pid}
+        if any(c.poll() is not None for c in clients):
+            raise RuntimeError("the load ended before the profile")
+        every = {label: [pid] for label, pid in {**spied, **watched}.items()}
+        every["redis-benchmark"] = [c.pid for c in clients]
         with tempfile.TemporaryDirectory(prefix="bench-profile-") as tmp:
             outputs = {label: Path(tmp) / f"{pid}.txt" for label, pid in spied.items()}
             duration = max(1, round(seconds))
-            before = {label: cpu_seconds([pid]) for label, pid in every.items()}
+            before = {label: cpu_seconds(pids) for label, pids in every.items()}
             started = time.monotonic()
             spies = [
                 subprocess.Popen(
@@ -137,7 +141,7 @@ def profile_under_load(
             ]  # fmt: skip
             errors = [p.communicate(timeout=seconds + 60)[1] for p in spies]
             elapsed = time.monotonic() - started
-            after = {label: cpu_seconds([pid]) for label, pid in every.items()}
+            after = {label: cpu_seconds(pids) for label, pids in every.items()}
             out = []
             for (label, pid), error in zip(spied.items(), errors, strict=True):
                 if not outputs[label].exists():
@@ -146,10 +150,12 @@ def profile_under_load(
                 cores = (after[label] - before[label]) / elapsed
                 gil = samples / (rate * duration)
                 out.append(ProcessProfile(label, pid, cores, samples, gil, best))
-            for label, pid in every.items():
+            for label, pids in every.items():
                 if label not in spied:
-                    out.append(ProcessProfile(label, pid, (after[label] - before[label]) / elapsed))
+                    cores = (after[label] - before[label]) / elapsed
+                    out.append(ProcessProfile(label, pids[0], cores))
             return out
     finally:
-        client.terminate()
-        client.wait()
+        for c in clients:
+            c.terminate()
+            c.wait()

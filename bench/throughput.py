@@ -4,8 +4,9 @@ a database, many clients at once and pipelines, measured the same way on redis-s
 - `redis_server`: Debian's redis-server with `appendonly yes, appendfsync always` (durable: the
   anchor of group commit, which also replies only once a write is on disk) or without
   persistence, standalone or as one master of a Redis Cluster (bench/cluster.py);
-- `redis_benchmark`: `redis-benchmark -c 50 -r 100000` XADD on random keys at a pipeline depth,
-  with `--cluster` against several nodes (keys tagged per node, as redis-benchmark does);
+- `xadd_benchmark_command` / `run_benchmarks`: `redis-benchmark -c 50 -r 100000` XADD on random
+  keys at a pipeline depth, with `--cluster` against several nodes, or one run per shard with
+  keys tagged for it (`shard_tags`), the runs' requests over the longest run;
 - `consume`: 50 asyncio clients looping XREADGROUP COUNT 10 + XACK over one stream;
 - `RateWriter` + `replication_latency`: a rate-limited writer loads region r1 while the time from
   an XADD in r1 to a blocked XREAD in r2 returning it is sampled;
@@ -33,6 +34,7 @@ from pathlib import Path
 import redis
 import redis.asyncio as aioredis
 
+from streams.slots import shard_of
 from topology.local import LocalTopology
 from topology.ports import free_port, wait_for_port
 
@@ -82,20 +84,29 @@ def redis_version() -> str:
 
 
 def xadd_benchmark_command(
-    port: int, requests: int, pipeline: int, cluster: bool = False
+    port: int,
+    requests: int,
+    pipeline: int,
+    cluster: bool = False,
+    clients: int = CLIENTS,
+    tag: str | None = None,
 ) -> list[str]:
     """`redis-benchmark -c 50 -r 100000 -P pipeline XADD key:__rand_int__ * field value`.
 
-    With `cluster`, `--cluster` and `{tag}` in the key: redis-benchmark replaces `{tag}` by a hash
-    tag of a slot of the node each client talks to, so no request meets MOVED (without a tag
-    it would send keys to nodes that do not own them). Without `cluster` the key has no tag, or
-    every key would hash to the one slot of `tag`."""
+    With `cluster`, `--cluster` and `{tag}` in the key: redis-benchmark replaces `{tag}` by the
+    hash tag of one slot of the node each client talks to, so no request meets MOVED (without a
+    tag it would send keys to nodes that do not own them), but every key a node gets is in that
+    one slot: one shard of each node. With `tag`, the keys carry that hash tag (`shard_tags`:
+    the keys of one shard). Without either the key has no tag, or every key would hash to the
+    slot of the word `tag`."""
     key = "key:{tag}:__rand_int__" if cluster else "key:__rand_int__"
+    if tag is not None:
+        key = f"key:{{{tag}}}:__rand_int__"
     return [
         "redis-benchmark",
         *(["--cluster"] if cluster else []),
         "-p", str(port),
-        "-c", str(CLIENTS),
+        "-c", str(clients),
         "-n", str(requests),
         "-r", str(KEYSPACE),
         "-P", str(pipeline),
@@ -104,22 +115,57 @@ def xadd_benchmark_command(
     ]  # fmt: skip
 
 
-def redis_benchmark(port: int, requests: int, pipeline: int, cluster: bool = False) -> float:
-    """requests/s that redis-benchmark reports for `xadd_benchmark_command` (it exits on an
-    error reply, so a figure means every request succeeded)."""
-    out = subprocess.run(
-        xadd_benchmark_command(port, requests, pipeline, cluster),
-        capture_output=True,
-        text=True,
-        timeout=max(600, requests // 100),
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"redis-benchmark failed ({out.returncode}): {out.stderr[-2000:]}")
-    for line in out.stdout.splitlines():
+def run_benchmarks(commands: list[list[str]]) -> float:
+    """requests/s of redis-benchmark commands run at once: all their requests over the longest
+    run, each run's time from its own figure (requests / its rate), so one command gives
+    exactly what redis-benchmark reports. redis-benchmark exits on an error reply, so a figure
+    means every request succeeded."""
+    procs = [
+        subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for c in commands
+    ]
+    requests = [int(c[c.index("-n") + 1]) for c in commands]
+    try:
+        outs = [
+            p.communicate(timeout=max(600, n // 100)) for p, n in zip(procs, requests, strict=True)
+        ]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    durations = []
+    for proc, (stdout, stderr), n in zip(procs, outs, requests, strict=True):
+        if proc.returncode != 0:
+            raise RuntimeError(f"redis-benchmark failed ({proc.returncode}): {stderr[-2000:]}")
+        durations.append(n / benchmark_rate(stdout, stderr))
+    return sum(requests) / max(durations)
+
+
+def benchmark_rate(stdout: str, stderr: str = "") -> float:
+    """The rps cell of redis-benchmark's --csv line for XADD."""
+    for line in stdout.splitlines():
         cells = [c.strip('"') for c in line.split(",")]
         if cells and cells[0].startswith("XADD"):
             return float(cells[1])
-    raise RuntimeError(f"redis-benchmark gave no figure: {out.stdout!r} {out.stderr!r}")
+    raise RuntimeError(f"redis-benchmark gave no figure: {stdout!r} {stderr!r}")
+
+
+def shard_tags(shards: int) -> list[str]:
+    """A short hash tag per shard whose slot that shard owns: keys `key:{tag}:...` of the tag of
+    shard s all live in shard s."""
+    tags: dict[int, str] = {}
+    i = 0
+    while len(tags) < shards:
+        tag = f"s{i}"
+        tags.setdefault(shard_of(tag.encode(), shards), tag)
+        i += 1
+    return [tags[s] for s in range(shards)]
+
+
+def split(total: int, parts: int) -> list[int]:
+    """`total` in `parts` nearly equal whole parts (the first ones one larger)."""
+    return [total // parts + (1 if k < total % parts else 0) for k in range(parts)]
 
 
 def prefill(port: int, key: str, entries: int) -> None:

@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from bench.cluster import slot_runs
 from bench.shards import DEFAULT_SYSTEMS, FIGURES, pick
 from bench.shards_profile import GC, ROOT, function_name, self_time
-from bench.throughput import Figures, Sample, xadd_benchmark_command
+from bench.throughput import (
+    Figures,
+    Sample,
+    benchmark_rate,
+    shard_tags,
+    split,
+    xadd_benchmark_command,
+)
+from streams.slots import shard_of
 
 
 def test_only_picks_systems_and_figures_and_names_what_it_knows() -> None:
@@ -31,9 +38,13 @@ def test_ratios_pair_each_round_with_the_anchor_of_the_same_round() -> None:
     assert figures.summary("XADD", "ours") == (10.0, 20.0, 30.0)
 
 
-def test_two_masters_split_the_slots_in_halves() -> None:
-    assert slot_runs(2) == [(0, 8191), (8192, 16383)]
-    assert slot_runs(3)[-1][1] == 16383
+def test_a_tag_per_shard_and_clients_split_over_them() -> None:
+    for shards in (1, 2, 4, 8):
+        tags = shard_tags(shards)
+        assert [shard_of(f"key:{{{t}}}:000000001234".encode(), shards) for t in tags] == list(
+            range(shards)
+        )
+    assert split(50, 4) == [13, 13, 12, 12] and sum(split(100_000, 3)) == 100_000
 
 
 def test_cluster_runs_tag_their_keys_and_plain_runs_do_not() -> None:
@@ -42,6 +53,10 @@ def test_cluster_runs_tag_their_keys_and_plain_runs_do_not() -> None:
     assert plain[plain.index("-r") + 1] == "100000" and plain[plain.index("-P") + 1] == "16"
     cluster = xadd_benchmark_command(7000, 100_000, 1, cluster=True)
     assert "--cluster" in cluster and "key:{tag}:__rand_int__" in cluster
+    tagged = xadd_benchmark_command(7000, 25_000, 16, clients=13, tag="s3")
+    assert "key:{s3}:__rand_int__" in tagged and tagged[tagged.index("-c") + 1] == "13"
+    csv = '"test","rps","avg_latency_ms"\n"XADD key:__rand_int__ * field value","4866.86","1.2"\n'
+    assert benchmark_rate(csv) == 4866.86
 
 
 def test_self_time_counts_each_sample_for_its_innermost_python_function() -> None:

@@ -23,7 +23,8 @@ def test_bench_smoke_run_prints_every_figure_next_to_redis() -> None:
     systems = (
         "redis fsync always",
         "redis cluster 2 masters fsync always",
-        "streams 1 region, 4 shards (2 processes)",
+        "streams 1 region, 4 shards (2 processes, redis-benchmark --cluster)",
+        "streams 1 region, 4 shards (2 processes, a client per shard)",
         "streams 3 regions, 1 shard (1 process)",
     )
     for figure in ("XADD c50 P1", "XADD c50 P16"):
@@ -34,6 +35,6 @@ def test_bench_smoke_run_prints_every_figure_next_to_redis() -> None:
     for system in ("redis fsync always", "streams 3 regions, 1 shard (1 process)"):
         assert f"| XREADGROUP+XACK c50 | {system} |" in table, system
     assert "| streams 3 regions, 1 shard (1 process) |" in table.split("Replication drain")[1]
-    assert "Idle streams 1 region, 4 shards (2 processes)" in table
+    assert "Idle streams 1 region, 4 shards (2 processes, redis-benchmark --cluster)" in table
     assert "Idle streams 3 regions, 1 shard (1 process)" in table
     assert "Replication latency r1 -> r2, streams 3 regions" in table
