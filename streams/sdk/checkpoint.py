@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Protocol
 
 from streams.sdk.consumer import parse_fields
-from streams.sdk.endpoints import Endpoint, Endpoints, EndpointSet, cmd
+from streams.sdk.endpoints import Endpoint, Endpoints, EndpointSet
 from streams.sdk.errors import SdkError, is_transient
 from streams.sdk.producer import IDK_FIELD
 
@@ -209,8 +209,8 @@ class CheckpointConsumer:
         for _ in range(len(self.endpoints) * 3):
             ep: Endpoint = self._ep
             try:
-                rows = await cmd(ep.client,
-                    "XRANGE", self.stream, low, "+", "COUNT", self.batch_size
+                rows = await ep.cmd(
+                    self.stream, "XRANGE", self.stream, low, "+", "COUNT", self.batch_size
                 )
             except Exception as exc:
                 if not is_transient(exc):

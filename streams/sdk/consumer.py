@@ -26,6 +26,11 @@ acked (or whose acks had not replicated) come again, none is skipped. The consum
 IDs and idempotency keys it handled recently (`dedupe_size`) and acks such a re-delivery without
 calling the handler again; a re-delivery to another consumer of the group is a duplicate the
 handler sees (at-least-once).
+
+Sharded regions: every command about the stream goes to the node serving its slot, found by
+following MOVED from the node named (`streams.sdk.endpoints`); when that node fails, the region
+fails as a whole for this consumer and it moves on as above. The dead-letter stream may live on
+another node: see `_move_to_dead_letter`.
 """
 
 from __future__ import annotations
@@ -38,9 +43,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import redis.asyncio as aredis
 import redis.exceptions
 
-from streams.sdk.endpoints import Endpoint, Endpoints, EndpointSet, cmd
+from streams.sdk.endpoints import Endpoint, Endpoints, EndpointSet, slot_of
 from streams.sdk.errors import DeadLetter, Retry, SdkError, is_transient
 from streams.sdk.lru import BoundedSet
 from streams.sdk.metrics import Metrics
@@ -224,8 +230,8 @@ class GroupConsumer:
         if ep.url in self._ready:
             return
         try:
-            await cmd(ep.client,
-                "XGROUP", "CREATE", self.stream, self.group, self.start_id, "MKSTREAM"
+            await ep.cmd(
+                self.stream, "XGROUP", "CREATE", self.stream, self.group, self.start_id, "MKSTREAM"
             )
             log.info("created group %s on %s at %s", self.group, self.stream, self.start_id)
         except redis.exceptions.ResponseError as exc:
@@ -252,20 +258,20 @@ class GroupConsumer:
         self._next_metrics = time.monotonic() + self.metrics_interval_s
         lag: int | None = None
         try:
-            groups = await cmd(ep.client, "XINFO", "GROUPS", self.stream)
+            groups = await ep.cmd(self.stream, "XINFO", "GROUPS", self.stream)
             for flat in groups or []:
                 info = {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
                 if info.get(b"name") == self.group.encode():
                     value = info.get(b"lag")
                     lag = int(value) if isinstance(value, int | bytes) else None
-            summary = await cmd(ep.client, "XPENDING", self.stream, self.group)
+            summary = await ep.cmd(self.stream, "XPENDING", self.stream, self.group)
         except redis.exceptions.ResponseError as exc:
             log.debug("metrics unavailable: %s", exc)
             return
         self.metrics.lag(lag, int(summary[0]) if summary else 0)
 
     async def _sweep(self, ep: Endpoint) -> None:
-        reply = await cmd(ep.client,
+        reply = await ep.cmd(self.stream,
             "XAUTOCLAIM", self.stream, self.group, self.consumer, self.claim_idle_ms,
             self._cursor, "COUNT", self.count, "JUSTID",
         )
@@ -284,7 +290,7 @@ class GroupConsumer:
 
     async def _own_pending(self, ep: Endpoint) -> None:
         page = self.count * 10
-        rows = await cmd(ep.client,
+        rows = await ep.cmd(self.stream,
             "XPENDING", self.stream, self.group, "-", "+", page, self.consumer
         )
         now = time.monotonic()
@@ -304,7 +310,7 @@ class GroupConsumer:
             else:
                 again[entry_id] = deliveries
         if again:
-            entries = await cmd(ep.client,
+            entries = await ep.cmd(self.stream,
                 "XCLAIM", self.stream, self.group, self.consumer, 0, *again
             )
             for raw_id, flat in entries:
@@ -332,7 +338,7 @@ class GroupConsumer:
         wake = min(self._pending_due, self._next_sweep, self._next_metrics)
         block = max(1, min(self.block_ms, int((wake - now) * 1000)))
         stop = self._bind_loop()
-        read = asyncio.ensure_future(cmd(ep.client,
+        read = asyncio.ensure_future(ep.cmd(self.stream,
             "XREADGROUP", "GROUP", self.group, self.consumer, "COUNT", self.count,
             "BLOCK", block, "STREAMS", self.stream, ">",
         ))
@@ -368,7 +374,7 @@ class GroupConsumer:
     async def _hand_back(self, ep: Endpoint, ids: list[str]) -> None:
         """Make entries read but not handled claimable by the others at once."""
         if ids:
-            await cmd(ep.client,
+            await ep.cmd(self.stream,
                 "XCLAIM", self.stream, self.group, self.consumer, 0, *ids,
                 "IDLE", self.claim_idle_ms, "JUSTID",
             )
@@ -432,21 +438,21 @@ class GroupConsumer:
         self.metrics.failed(entry_id, exc)
 
     async def _ack(self, ep: Endpoint, entry_id: str) -> None:
-        await cmd(ep.client, "XACK", self.stream, self.group, entry_id)
+        await ep.cmd(self.stream, "XACK", self.stream, self.group, entry_id)
 
     async def _renew(self, ep: Endpoint, entry_id: str) -> None:
         """Keep the claim fresh while the handler runs (cancelled when it returns)."""
         while True:
             await asyncio.sleep(self.lease_s)
             try:
-                rows = await cmd(ep.client,
+                rows = await ep.cmd(self.stream,
                     "XPENDING", self.stream, self.group, entry_id, entry_id, 1
                 )
                 if not rows or rows[0][1] != self.consumer.encode():
                     log.warning("%s lost %s to another consumer while handling it",
                                 self.consumer, entry_id)
                     return
-                await cmd(ep.client,
+                await ep.cmd(self.stream,
                     "XCLAIM", self.stream, self.group, self.consumer, 0, entry_id, "JUSTID"
                 )
             except asyncio.CancelledError:
@@ -463,7 +469,7 @@ class GroupConsumer:
         error: str,
     ) -> None:
         if fields is None:
-            found = await cmd(ep.client, "XRANGE", self.stream, entry_id, entry_id)
+            found = await ep.cmd(self.stream, "XRANGE", self.stream, entry_id, entry_id)
             if not found:  # deleted meanwhile: nothing to keep
                 await self._ack(ep, entry_id)
                 return
@@ -480,12 +486,32 @@ class GroupConsumer:
                 flat += [name, value]
             for meta_name, text in zip(DEAD_LETTER_FIELDS, meta, strict=True):
                 flat += [meta_name, text]
-            pipe = ep.client.pipeline(transaction=True)
-            pipe.execute_command("XADD", self.dead_letter, "*", *flat)
-            pipe.execute_command("XACK", self.stream, self.group, entry_id)
-            await pipe.execute()
+            await self._move_to_dead_letter(ep, self.dead_letter, flat, entry_id)
             log.warning("dead-lettered %s after %d deliveries to %s: %s",
                         entry_id, attempts, self.dead_letter, error)
         self._not_before.pop(entry_id, None)
         self._errors.pop(entry_id, None)
         self.metrics.dead_lettered(entry_id, attempts, error)
+
+    async def _move_to_dead_letter(
+        self, ep: Endpoint, dead_letter: str, flat: list[bytes | str], entry_id: str
+    ) -> None:
+        """XADD to the dead-letter stream, then XACK: in one MULTI/EXEC when both streams hash to
+        one slot (a sharded region refuses a transaction across slots with CROSSSLOT, and the
+        two streams may live on two nodes), else one after the other: a failure between the
+        two leaves the entry pending, so it is dead-lettered again later (a duplicate dead
+        letter, never a lost entry)."""
+        add = ("XADD", dead_letter, "*", *flat)
+        ack = ("XACK", self.stream, self.group, entry_id)
+        if slot_of(dead_letter) != slot_of(self.stream):
+            await ep.cmd(dead_letter, *add)
+            await ep.cmd(self.stream, *ack)
+            return
+
+        async def both(client: aredis.Redis) -> None:
+            pipe = client.pipeline(transaction=True)
+            pipe.execute_command(*add)
+            pipe.execute_command(*ack)
+            await pipe.execute()
+
+        await ep.call(self.stream, both)

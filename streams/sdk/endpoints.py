@@ -1,11 +1,20 @@
-"""Region endpoints and the choice of the one to talk to.
+"""Region endpoints, the choice of the one to talk to, and the nodes of a sharded region.
 
 Active-active means every region takes writes and reads, so failover is a client decision: the
-SDK keeps one asyncio redis-py client per endpoint and a "down until" time for each. A transient
-failure marks the endpoint down for `down_s`; `preferred()` is the first endpoint not marked down,
-so a producer returns to the first endpoint once its down time has passed and a probe succeeds.
+SDK keeps one `Endpoint` per region and a "down until" time for each. A transient failure marks
+the endpoint down for `down_s`; `preferred()` is the first endpoint not marked down, so a
+producer returns to the first endpoint once its down time has passed and a probe succeeds.
 Consumers stay where they are until their endpoint fails (`next_after`), because every move
 re-delivers the entries read but not yet replicated as acknowledged.
+
+A region whose shards are spread over several node processes speaks the Redis Cluster protocol:
+a node answers `-MOVED slot host:port` for a key another node of the region serves. An endpoint
+is reached through the node the user named (its seed) and follows MOVED itself: it remembers, per
+slot, the node a MOVED named and sends that slot's commands there from then on (a stream is one
+slot, so one redirect per stream and region). A MOVED reply means the command did not run, so
+following it is always safe. A transient failure on such a node forgets the route, so the next
+attempt asks the seed again, which names the slot's owner as it stands then. Why not redis-py's
+cluster client: docs/sdk.md, "Sharded regions".
 
 Clients are RESP2 with redis-py's reply callbacks removed: the SDK parses the raw replies itself,
 so the shape it sees does not change with redis-py's version, and redis-py's own retries are off
@@ -16,20 +25,28 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import redis.asyncio as aredis
 import redis.exceptions
+from redis.asyncio.connection import Connection, UnixDomainSocketConnection
 from redis.asyncio.retry import Retry as RedisRetry
 from redis.backoff import NoBackoff
+from redis.crc import key_slot
 
-from streams.sdk.errors import SdkError
+from streams.sdk.errors import SdkError, is_transient
 
 log = logging.getLogger("streams.sdk")
 
 Endpoints = str | Sequence[str]
+T = TypeVar("T")
+
+MAX_REDIRECTS = 5
+"""MOVED replies followed for one request before giving up: a stream's slot has one owner, so a
+second redirect in a row only happens while a region's layout changes (a node restarted with
+another shard set), and an endless chain is a misconfigured region, named in the error."""
 
 
 def normalize(endpoints: Endpoints) -> list[str]:
@@ -52,6 +69,11 @@ def normalize(endpoints: Endpoints) -> list[str]:
     return out
 
 
+def _raw(client: aredis.Redis) -> aredis.Redis:
+    client.response_callbacks.clear()
+    return client
+
+
 def make_client(url: str, timeout_s: float) -> aredis.Redis:
     """A raw-reply RESP2 client without redis-py retries (see the module docstring)."""
     client = aredis.Redis.from_url(
@@ -62,20 +84,86 @@ def make_client(url: str, timeout_s: float) -> aredis.Redis:
         socket_connect_timeout=min(timeout_s, 2.0),
         retry=RedisRetry(NoBackoff(), 0),
     )
-    client.response_callbacks.clear()
-    return client  # type: ignore[no-any-return]
+    return _raw(client)
+
+
+def node_client(seed: aredis.Redis, host: str, port: int) -> aredis.Redis:
+    """A client of another node of the seed's region, with everything else as the seed's
+    (credentials, TLS, timeouts, no retries): a MOVED names only where to go."""
+    pool = seed.connection_pool
+    kwargs: dict[str, Any] = {**pool.connection_kwargs, "host": host, "port": port}
+    connection_class: type[Any] = pool.connection_class
+    if issubclass(connection_class, UnixDomainSocketConnection):  # cluster nodes speak TCP
+        connection_class = Connection
+        kwargs.pop("path", None)
+    node_pool = aredis.ConnectionPool(connection_class=connection_class, **kwargs)
+    return _raw(aredis.Redis.from_pool(node_pool))
+
+
+def slot_of(key: str | bytes) -> int:
+    """The Redis Cluster slot of a key (hash tags included): which node of a region serves it."""
+    return key_slot(key.encode() if isinstance(key, str) else key)
 
 
 @dataclass
 class Endpoint:
+    """One region: reached through the node the user named (`client`, the seed) and, in a
+    sharded region, through the nodes MOVED replies named (`routes`, `nodes`)."""
+
     url: str
     client: aredis.Redis
     down_until: float = 0.0
     region: str | None = None  # the node's region name (CRDT.INFO), learnt on first use
     failures: int = field(default=0)
+    routes: dict[int, str] = field(default_factory=dict)
+    """slot -> `host:port` of the node a MOVED named for it."""
+    nodes: dict[str, aredis.Redis] = field(default_factory=dict)
+    """`host:port` -> client, for the nodes other than the seed."""
 
     def is_up(self, now: float) -> bool:
         return self.down_until <= now
+
+    def client_for(self, key: str | bytes) -> aredis.Redis:
+        """The client of the node serving `key` as far as this endpoint knows (else the seed)."""
+        address = self.routes.get(slot_of(key))
+        return self.client if address is None else self.nodes[address]
+
+    def _follow(self, moved: redis.exceptions.MovedError) -> None:
+        address = f"{moved.host}:{moved.port}"
+        if address not in self.nodes:
+            self.nodes[address] = node_client(self.client, moved.host, moved.port)
+        if self.routes.get(moved.slot_id) != address:
+            log.info("%s: slot %d is served by %s", self.url, moved.slot_id, address)
+        self.routes[moved.slot_id] = address
+
+    async def call(self, key: str | bytes, run: Callable[[aredis.Redis], Awaitable[T]]) -> T:
+        """`run(client)` on the node serving `key`, following MOVED replies (module docstring).
+
+        `run` may be called again after a MOVED, so it sends only what has not run yet (a MOVED
+        reply means the command it answers did not run). Every other error propagates; a
+        transient one also forgets the route of `key`'s slot."""
+        for _ in range(MAX_REDIRECTS + 1):
+            client = self.client_for(key)
+            try:
+                return await run(client)
+            except redis.exceptions.MovedError as moved:
+                self._follow(moved)
+            except Exception as exc:
+                if is_transient(exc):
+                    self.routes.pop(slot_of(key), None)
+                raise
+        raise SdkError(
+            f"{self.url}: {key!r} was redirected (MOVED) more than {MAX_REDIRECTS} times in a row;"
+            " the region's nodes disagree about who serves its slot"
+        )
+
+    async def cmd(self, key: str | bytes, *args: bytes | str | int | float) -> Any:
+        """One command about `key` on the node serving it, raw RESP2 reply."""
+        return await self.call(key, lambda client: cmd(client, *args))
+
+    async def close(self) -> None:
+        for client in [self.client, *self.nodes.values()]:
+            await client.aclose()
 
 
 class EndpointSet:
@@ -118,18 +206,24 @@ class EndpointSet:
     async def region_of(self, ep: Endpoint) -> str:
         """The region name the node reports (CRDT.INFO), or the URL for a plain Redis server."""
         if ep.region is None:
-            try:
-                flat = await cmd(ep.client, "CRDT.INFO")
-                info = {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
-                value = info.get(b"region", ep.url.encode())
-                ep.region = value.decode() if isinstance(value, bytes) else str(value)
-            except redis.exceptions.ResponseError:  # a plain Redis server: name it by its URL
-                ep.region = ep.url
+            ep.region = await region_name(ep.client, ep.url)
         return ep.region
 
     async def close(self) -> None:
         for ep in self.endpoints:
-            await ep.client.aclose()
+            await ep.close()
+
+
+async def region_name(client: aredis.Redis, url: str) -> str:
+    """The region name a node reports (CRDT.INFO; any node of a region answers for it), or `url`
+    for a plain Redis server."""
+    try:
+        flat = await cmd(client, "CRDT.INFO")
+    except redis.exceptions.ResponseError:
+        return url
+    info = {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
+    value = info.get(b"region", url.encode())
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 async def cmd(client: aredis.Redis, *args: bytes | str | int | float) -> Any:

@@ -3,19 +3,21 @@
 Prints the group's lag (entries not yet delivered), pending entries by consumer with their idle
 times, the pending entry idle the longest, and the dead-letter stream's count for this group.
 Consumers and pending entries are local to a region (seed 000), so the answer is about the region
-behind URL; ask each region to see them all. Exit status: 0 shown, 1 endpoint unreachable,
-2 no such stream or group (or bad arguments).
+behind URL; ask each region to see them all. In a sharded region URL may be any of its nodes: the
+stream's node (and the dead-letter stream's) is found by following MOVED. Exit status: 0 shown,
+1 endpoint unreachable, 2 no such stream or group (or bad arguments).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from typing import Any
 
 import redis
 
-from streams.sdk.endpoints import normalize
+from streams.sdk.endpoints import Endpoint, make_client, normalize, region_name
 from streams.sdk.errors import SdkError
 
 PENDING_SCAN = 10_000
@@ -54,25 +56,27 @@ def run(args: argparse.Namespace) -> int:
     except SdkError as exc:
         print(f"streams group: {exc}", file=sys.stderr)
         return 2
-    client = redis.Redis.from_url(url, protocol=2, socket_timeout=5, socket_connect_timeout=2)
-    client.response_callbacks.clear()
+    dead_letter = args.dead_letter or f"{args.stream}:dead"
+    return asyncio.run(_run(url, args.stream, args.group, dead_letter))
+
+
+async def _run(url: str, stream: str, group: str, dead_letter: str) -> int:
+    """The SDK's own endpoint (raw replies, MOVED followed: in a sharded region the stream and
+    its dead-letter stream may live on other nodes than the one named)."""
+    ep = Endpoint(url, make_client(url, timeout_s=5.0))
     try:
-        dead_letter = args.dead_letter or f"{args.stream}:dead"
-        return _show(client, url, args.stream, args.group, dead_letter)
-    except redis.ConnectionError as exc:
+        return await _show(ep, stream, group, dead_letter)
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
         print(f"streams group: {url} unreachable ({exc})", file=sys.stderr)
         return 1
     finally:
-        client.close()
+        await ep.close()
 
 
-def _call(client: redis.Redis, *args: Any) -> Any:
-    return client.execute_command(*args)  # type: ignore[no-untyped-call]
-
-
-def _show(client: redis.Redis, url: str, stream: str, group: str, dead_letter: str) -> int:
+async def _show(ep: Endpoint, stream: str, group: str, dead_letter: str) -> int:
+    url = ep.url
     try:
-        groups = [_flat_map(g) for g in _call(client, "XINFO", "GROUPS", stream)]
+        groups = [_flat_map(g) for g in await ep.cmd(stream, "XINFO", "GROUPS", stream)]
     except redis.ResponseError as exc:
         print(f"streams group: {stream}: {exc}", file=sys.stderr)
         return 2
@@ -81,23 +85,20 @@ def _show(client: redis.Redis, url: str, stream: str, group: str, dead_letter: s
         names = ", ".join(_text(g["name"]) for g in groups) or "none"
         print(f"streams group: no group {group!r} on {stream!r} (groups: {names})", file=sys.stderr)
         return 2
-    try:
-        region = _text(_flat_map(_call(client, "CRDT.INFO")).get("region", url))
-    except redis.ResponseError:
-        region = url  # a plain Redis server
+    region = await region_name(ep.client, url)
     lag = info.get("lag")
     print(f"group {group} on {stream} at {url} (region {region})")
     print(f"  lag:               {'unknown' if lag is None else _text(lag)}")
     print(f"  last delivered:    {_text(info.get('last-delivered-id'))}")
     print(f"  pending:           {_text(info.get('pending'))}")
-    consumers = [_flat_map(c) for c in _call(client, "XINFO", "CONSUMERS", stream, group)]
+    consumers = [_flat_map(c) for c in await ep.cmd(stream, "XINFO", "CONSUMERS", stream, group)]
     if consumers:
         print(f"  {'consumer':<20} {'pending':>8} {'idle ms':>10} {'inactive ms':>12}")
         for c in consumers:
             inactive = c.get("inactive")
             print(f"  {_text(c['name']):<20} {_text(c['pending']):>8} {_text(c['idle']):>10} "
                   f"{'-' if inactive is None else _text(inactive):>12}")
-    rows = _call(client, "XPENDING", stream, group, "-", "+", PENDING_SCAN)
+    rows = await ep.cmd(stream, "XPENDING", stream, group, "-", "+", PENDING_SCAN)
     if rows:
         oldest = max(rows, key=lambda r: int(r[2]))
         more = " (first 10000 scanned)" if len(rows) >= PENDING_SCAN else ""
@@ -105,9 +106,9 @@ def _show(client: redis.Redis, url: str, stream: str, group: str, dead_letter: s
               f"{_text(oldest[1])}, delivered {int(oldest[3])} times{more}")
     else:
         print("  oldest idle:       - (nothing pending)")
-    total = int(_call(client, "XLEN", dead_letter))
+    total = int(await ep.cmd(dead_letter, "XLEN", dead_letter))
     if total <= DEAD_LETTER_SCAN:
-        entries = _call(client, "XRANGE", dead_letter, "-", "+")
+        entries = await ep.cmd(dead_letter, "XRANGE", dead_letter, "-", "+")
         mine = sum(1 for _id, flat in entries if _flat_map(flat).get("_dl_group") == group.encode())
         print(f"  dead letters:      {mine} for this group ({total} in {dead_letter})")
     else:

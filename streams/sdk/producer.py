@@ -6,6 +6,10 @@ have landed the first time (the reply was lost), so a retry can write the entry 
 in two regions under two IDs. An idempotency key (`_idk` field) gives the consumers what they need
 to drop the second copy: pass `idempotency_key=` or construct with `idempotency=True` to get a
 random one per entry.
+
+In a region whose shards are spread over several nodes, the writes go to the node serving the
+stream's slot, found by following MOVED from the node named (`streams.sdk.endpoints`); a MOVED
+write did not run, so following it writes nothing twice.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TypeVar
 
-from streams.sdk.endpoints import Endpoint, Endpoints, EndpointSet, cmd
+import redis.asyncio as aredis
+
+from streams.sdk.endpoints import Endpoint, Endpoints, EndpointSet
 from streams.sdk.errors import NoHealthyEndpoint, SdkError, is_transient
 from streams.sdk.metrics import Metrics
 
@@ -110,7 +116,7 @@ class Producer:
         args = self._xadd_args(encode_fields(fields, self._key(idempotency_key)))
 
         async def call(ep: Endpoint) -> str:
-            reply = await cmd(ep.client, *args)
+            reply = await ep.cmd(self.stream, *args)
             return reply.decode() if isinstance(reply, bytes) else str(reply)
 
         return await self._with_failover(call)
@@ -141,9 +147,9 @@ class Producer:
     async def _send_batch(self, batch: list[list[bytes | str | int]]) -> list[str]:
         done: dict[int, str] = {}
 
-        async def call(ep: Endpoint) -> list[str]:
+        async def run(client: aredis.Redis) -> list[str]:
             todo = [i for i in range(len(batch)) if i not in done]
-            pipe = ep.client.pipeline(transaction=False)
+            pipe = client.pipeline(transaction=False)
             for i in todo:
                 pipe.execute_command(*batch[i])
             replies = await pipe.execute(raise_on_error=False)
@@ -154,8 +160,11 @@ class Producer:
                 else:
                     done[i] = reply.decode() if isinstance(reply, bytes) else str(reply)
             if first_error is not None:
-                raise first_error  # transient: the rest is sent again; else it propagates
+                raise first_error  # MOVED or transient: the rest is sent again; else it raises
             return [done[i] for i in range(len(batch))]
+
+        async def call(ep: Endpoint) -> list[str]:
+            return await ep.call(self.stream, run)
 
         return await self._with_failover(call)
 
