@@ -67,12 +67,25 @@ def run(urls: list[str], entries: int, timeout_s: float) -> int:
                     sent.extend(ids)
 
     metrics = [CountingMetrics() for _ in range(3)]
-    consumers = [GroupConsumer([r3, r1, r2], stream, "demo", f"consumer-{k}", handle,
-                               count=50, block_ms=500, metrics=metrics[k],
-                               dead_letter=f"{stream}:dead") for k in range(3)]
+    consumers = [
+        GroupConsumer(
+            [r3, r1, r2],
+            stream,
+            "demo",
+            f"consumer-{k}",
+            handle,
+            count=50,
+            block_ms=500,
+            metrics=metrics[k],
+            dead_letter=f"{stream}:dead",
+        )
+        for k in range(3)
+    ]
     threads = [threading.Thread(target=c.run) for c in consumers]
-    producers = [threading.Thread(target=produce, args=("a", [r1, r2, r3])),
-                 threading.Thread(target=produce, args=("b", [r2, r1, r3]))]
+    producers = [
+        threading.Thread(target=produce, args=("a", [r1, r2, r3])),
+        threading.Thread(target=produce, args=("b", [r2, r1, r3])),
+    ]
     started = time.monotonic()
     for t in threads + producers:
         t.start()
@@ -96,8 +109,10 @@ def run(urls: list[str], entries: int, timeout_s: float) -> int:
     elapsed = time.monotonic() - started
     missing = set(sent) - set(handled)
     duplicates = sum(n - 1 for n in handled.values())
-    print(f"stream {stream}: {len(sent)} entries from producers in r1 and r2, handled by a "
-          f"group of 3 in r3 in {elapsed:.1f} s; {len(missing)} missing, {duplicates} duplicates")
+    print(
+        f"stream {stream}: {len(sent)} entries from producers in r1 and r2, handled by a "
+        f"group of 3 in r3 in {elapsed:.1f} s; {len(missing)} missing, {duplicates} duplicates"
+    )
     for k, m in enumerate(metrics):
         print(f"  consumer-{k}: {m.snapshot()}")
     return 1 if missing else 0
@@ -119,8 +134,10 @@ def endpoints_from(arg: str | None) -> Iterator[list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--endpoints", help="three comma-separated RESP URLs (default: start an "
-                        "embedded three-region topology)")
+    parser.add_argument(
+        "--endpoints",
+        help="three comma-separated RESP URLs (default: start an embedded three-region topology)",
+    )
     parser.add_argument("--entries", type=int, default=600, help="entries in all (default 600)")
     parser.add_argument("--timeout", type=float, default=120, help="seconds to wait (default 120)")
     args = parser.parse_args(argv)

@@ -80,8 +80,9 @@ def make_handler(name: str, verbose: bool) -> CheckpointHandler:
 class RideConsumer:
     """One consumer process of the seed: restarted from its checkpoint after each crash."""
 
-    def __init__(self, name: str, endpoint: str, stream: str, store: CrashingStore,
-                 verbose: bool) -> None:
+    def __init__(
+        self, name: str, endpoint: str, stream: str, store: CrashingStore, verbose: bool
+    ) -> None:
         self.name, self.endpoint, self.stream, self.store = name, endpoint, stream, store
         self.handler = make_handler(name, verbose)
         self.skipped = 0
@@ -89,8 +90,9 @@ class RideConsumer:
         self.consumer = self._start()
 
     def _start(self) -> CheckpointConsumer:
-        return CheckpointConsumer(self.endpoint, self.stream, self.name, self.handler,
-                                  self.store, batch_size=20)
+        return CheckpointConsumer(
+            self.endpoint, self.stream, self.name, self.handler, self.store, batch_size=20
+        )
 
     def step(self) -> bool:
         """One batch; False once the stream is drained."""
@@ -114,8 +116,9 @@ def run(endpoint: str, rides: int, seed: int, workdir: Path, verbose: bool) -> i
     rng = random.Random(seed)
     stream = f"rocket-rides-log-{seed}-{rng.randrange(10**9)}"
     distances = {ride: round(rng.uniform(1, 1000), 3) for ride in range(1, rides + 1)}
-    stores = {n: CrashingStore(workdir / f"{n}.sqlite3", rng, 0.10)
-              for n in ("consumer0", "consumer1")}
+    stores = {
+        n: CrashingStore(workdir / f"{n}.sqlite3", rng, 0.10) for n in ("consumer0", "consumer1")
+    }
     consumers = [RideConsumer(n, endpoint, stream, store, verbose) for n, store in stores.items()]
     double_sends = 0
     try:
@@ -134,16 +137,22 @@ def run(endpoint: str, rides: int, seed: int, workdir: Path, verbose: bool) -> i
             while consumer.step():
                 pass
         expected = sum(distances.values())
-        print(f"rides: {rides}, double-sent batches: {double_sends}, stream length: "
-              f"{rides + 10 * double_sends} or less")
+        print(
+            f"rides: {rides}, double-sent batches: {double_sends}, stream length: "
+            f"{rides + 10 * double_sends} or less"
+        )
         agree = True
         for c in consumers:
             total = c.store.total(c.name)
             agree = agree and abs(total - expected) < 1e-6 * max(1.0, expected)
-            print(f"{c.name}: total_distance={total:.3f} checkpoint={c.store.checkpoint(c.name)}"
-                  f" crashes={c.store.crashes} skipped double sends={c.skipped}")
-        print(f"expected total_distance={expected:.3f}: "
-              f"{'the consumers agree' if agree else 'MISMATCH'}")
+            print(
+                f"{c.name}: total_distance={total:.3f} checkpoint={c.store.checkpoint(c.name)}"
+                f" crashes={c.store.crashes} skipped double sends={c.skipped}"
+            )
+        print(
+            f"expected total_distance={expected:.3f}: "
+            f"{'the consumers agree' if agree else 'MISMATCH'}"
+        )
         return 0 if agree else 1
     finally:
         for c in consumers:

@@ -47,8 +47,10 @@ def measure(url: str, entries: int, consumers: int, prefilled: bool) -> tuple[fl
 
     if prefilled:
         produce()
-    group = [GroupConsumer(url, stream, "g", f"c{k}", handle, count=50, block_ms=100)
-             for k in range(consumers)]
+    group = [
+        GroupConsumer(url, stream, "g", f"c{k}", handle, count=50, block_ms=100)
+        for k in range(consumers)
+    ]
     runners = [threading.Thread(target=c.run) for c in group]
     start = time.perf_counter()
     feeder = None if prefilled else threading.Thread(target=produce)

@@ -154,9 +154,17 @@ class GroupConsumer(_SyncConsumer):
     ) -> None:
         self._portal = Portal(f"streams-sdk-consumer-{consumer}")
         self.aio: aio.GroupConsumer = aio.GroupConsumer(
-            endpoints, stream, group, consumer, handler, count=count, block_ms=block_ms,
-            claim_idle_ms=claim_idle_ms, max_deliveries=max_deliveries,
-            dead_letter=dead_letter, **options,
+            endpoints,
+            stream,
+            group,
+            consumer,
+            handler,
+            count=count,
+            block_ms=block_ms,
+            claim_idle_ms=claim_idle_ms,
+            max_deliveries=max_deliveries,
+            dead_letter=dead_letter,
+            **options,
         )
 
     @property

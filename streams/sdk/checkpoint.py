@@ -55,6 +55,7 @@ class CheckpointStore(Protocol):
 
     def transaction(self, name: str) -> AbstractContextManager[CheckpointTx]: ...
 
+
 CheckpointHandler = Callable[[str, dict[bytes, bytes], CheckpointTx], None]
 
 
@@ -62,9 +63,7 @@ class SQLiteTx:
     def __init__(self, conn: sqlite3.Connection, name: str) -> None:
         self.conn = conn
         self.name = name
-        row = conn.execute(
-            "SELECT last_id FROM sdk_checkpoints WHERE name = ?", (name,)
-        ).fetchone()
+        row = conn.execute("SELECT last_id FROM sdk_checkpoints WHERE name = ?", (name,)).fetchone()
         self._checkpoint: str | None = row[0] if row else None
 
     @property

@@ -57,8 +57,15 @@ log = logging.getLogger("streams.sdk.consumer")
 Handler = Callable[[str, dict[bytes, bytes]], Awaitable[None] | None]
 """`handler(entry_id, fields)`: return to ack; raise to fail (see streams.sdk.errors)."""
 
-DEAD_LETTER_FIELDS = ("_dl_id", "_dl_stream", "_dl_group", "_dl_consumer", "_dl_error",
-                      "_dl_attempts", "_dl_region")
+DEAD_LETTER_FIELDS = (
+    "_dl_id",
+    "_dl_stream",
+    "_dl_group",
+    "_dl_consumer",
+    "_dl_error",
+    "_dl_attempts",
+    "_dl_region",
+)
 """Fields added to the original entry's fields in the dead-letter stream."""
 
 
@@ -179,8 +186,9 @@ class GroupConsumer:
     async def run(self) -> None:
         """Handle entries until `stop()`; then return (the current entry is finished)."""
         self._bind_loop()
-        log.info("consumer %s/%s/%s starts on %s", self.stream, self.group, self.consumer,
-                 self._ep.url)
+        log.info(
+            "consumer %s/%s/%s starts on %s", self.stream, self.group, self.consumer, self._ep.url
+        )
         while not self._stop_requested:
             await self.run_once()
         log.info("consumer %s/%s/%s stopped", self.stream, self.group, self.consumer)
@@ -271,15 +279,27 @@ class GroupConsumer:
         self.metrics.lag(lag, int(summary[0]) if summary else 0)
 
     async def _sweep(self, ep: Endpoint) -> None:
-        reply = await ep.cmd(self.stream,
-            "XAUTOCLAIM", self.stream, self.group, self.consumer, self.claim_idle_ms,
-            self._cursor, "COUNT", self.count, "JUSTID",
+        reply = await ep.cmd(
+            self.stream,
+            "XAUTOCLAIM",
+            self.stream,
+            self.group,
+            self.consumer,
+            self.claim_idle_ms,
+            self._cursor,
+            "COUNT",
+            self.count,
+            "JUSTID",
         )
         self._cursor = _text(reply[0])
         claimed = [_text(i) for i in reply[1]]
         if claimed:
-            log.info("%s reclaimed %d idle entries: %s", self.consumer, len(claimed),
-                     ", ".join(claimed[:5]))
+            log.info(
+                "%s reclaimed %d idle entries: %s",
+                self.consumer,
+                len(claimed),
+                ", ".join(claimed[:5]),
+            )
             for entry_id in claimed:
                 self._not_before.pop(entry_id, None)
             self._pending_due = 0.0
@@ -290,12 +310,15 @@ class GroupConsumer:
 
     async def _own_pending(self, ep: Endpoint) -> None:
         page = self.count * 10
-        rows = await ep.cmd(self.stream,
-            "XPENDING", self.stream, self.group, "-", "+", page, self.consumer
+        rows = await ep.cmd(
+            self.stream, "XPENDING", self.stream, self.group, "-", "+", page, self.consumer
         )
         now = time.monotonic()
-        waiting = [self._not_before[i] for i in (_text(r[0]) for r in rows)
-                   if self._not_before.get(i, 0.0) > now]
+        waiting = [
+            self._not_before[i]
+            for i in (_text(r[0]) for r in rows)
+            if self._not_before.get(i, 0.0) > now
+        ]
         due = [r for r in rows if self._not_before.get(_text(r[0]), 0.0) <= now][: self.count]
         if not due:
             self._pending_due = min(waiting) if waiting else now + self.claim_idle_ms / 1000
@@ -310,8 +333,8 @@ class GroupConsumer:
             else:
                 again[entry_id] = deliveries
         if again:
-            entries = await ep.cmd(self.stream,
-                "XCLAIM", self.stream, self.group, self.consumer, 0, *again
+            entries = await ep.cmd(
+                self.stream, "XCLAIM", self.stream, self.group, self.consumer, 0, *again
             )
             for raw_id, flat in entries:
                 entry_id = _text(raw_id)
@@ -338,10 +361,22 @@ class GroupConsumer:
         wake = min(self._pending_due, self._next_sweep, self._next_metrics)
         block = max(1, min(self.block_ms, int((wake - now) * 1000)))
         stop = self._bind_loop()
-        read = asyncio.ensure_future(ep.cmd(self.stream,
-            "XREADGROUP", "GROUP", self.group, self.consumer, "COUNT", self.count,
-            "BLOCK", block, "STREAMS", self.stream, ">",
-        ))
+        read = asyncio.ensure_future(
+            ep.cmd(
+                self.stream,
+                "XREADGROUP",
+                "GROUP",
+                self.group,
+                self.consumer,
+                "COUNT",
+                self.count,
+                "BLOCK",
+                block,
+                "STREAMS",
+                self.stream,
+                ">",
+            )
+        )
         stopper = asyncio.ensure_future(stop.wait())
         try:
             done, _ = await asyncio.wait({read, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -374,9 +409,17 @@ class GroupConsumer:
     async def _hand_back(self, ep: Endpoint, ids: list[str]) -> None:
         """Make entries read but not handled claimable by the others at once."""
         if ids:
-            await ep.cmd(self.stream,
-                "XCLAIM", self.stream, self.group, self.consumer, 0, *ids,
-                "IDLE", self.claim_idle_ms, "JUSTID",
+            await ep.cmd(
+                self.stream,
+                "XCLAIM",
+                self.stream,
+                self.group,
+                self.consumer,
+                0,
+                *ids,
+                "IDLE",
+                self.claim_idle_ms,
+                "JUSTID",
             )
             log.info("%s handed back %d unhandled entries", self.consumer, len(ids))
 
@@ -445,15 +488,23 @@ class GroupConsumer:
         while True:
             await asyncio.sleep(self.lease_s)
             try:
-                rows = await ep.cmd(self.stream,
-                    "XPENDING", self.stream, self.group, entry_id, entry_id, 1
+                rows = await ep.cmd(
+                    self.stream, "XPENDING", self.stream, self.group, entry_id, entry_id, 1
                 )
                 if not rows or rows[0][1] != self.consumer.encode():
-                    log.warning("%s lost %s to another consumer while handling it",
-                                self.consumer, entry_id)
+                    log.warning(
+                        "%s lost %s to another consumer while handling it", self.consumer, entry_id
+                    )
                     return
-                await ep.cmd(self.stream,
-                    "XCLAIM", self.stream, self.group, self.consumer, 0, entry_id, "JUSTID"
+                await ep.cmd(
+                    self.stream,
+                    "XCLAIM",
+                    self.stream,
+                    self.group,
+                    self.consumer,
+                    0,
+                    entry_id,
+                    "JUSTID",
                 )
             except asyncio.CancelledError:
                 raise
@@ -475,8 +526,12 @@ class GroupConsumer:
                 return
             fields = parse_fields(found[0][1])
         if self.dead_letter is None:
-            log.error("dropping %s after %d deliveries (no dead_letter stream): %s",
-                      entry_id, attempts, error)
+            log.error(
+                "dropping %s after %d deliveries (no dead_letter stream): %s",
+                entry_id,
+                attempts,
+                error,
+            )
             await self._ack(ep, entry_id)
         else:
             region = await self.endpoints.region_of(ep)
@@ -487,8 +542,13 @@ class GroupConsumer:
             for meta_name, text in zip(DEAD_LETTER_FIELDS, meta, strict=True):
                 flat += [meta_name, text]
             await self._move_to_dead_letter(ep, self.dead_letter, flat, entry_id)
-            log.warning("dead-lettered %s after %d deliveries to %s: %s",
-                        entry_id, attempts, self.dead_letter, error)
+            log.warning(
+                "dead-lettered %s after %d deliveries to %s: %s",
+                entry_id,
+                attempts,
+                self.dead_letter,
+                error,
+            )
         self._not_before.pop(entry_id, None)
         self._errors.pop(entry_id, None)
         self.metrics.dead_lettered(entry_id, attempts, error)

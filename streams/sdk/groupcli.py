@@ -96,14 +96,18 @@ async def _show(ep: Endpoint, stream: str, group: str, dead_letter: str) -> int:
         print(f"  {'consumer':<20} {'pending':>8} {'idle ms':>10} {'inactive ms':>12}")
         for c in consumers:
             inactive = c.get("inactive")
-            print(f"  {_text(c['name']):<20} {_text(c['pending']):>8} {_text(c['idle']):>10} "
-                  f"{'-' if inactive is None else _text(inactive):>12}")
+            print(
+                f"  {_text(c['name']):<20} {_text(c['pending']):>8} {_text(c['idle']):>10} "
+                f"{'-' if inactive is None else _text(inactive):>12}"
+            )
     rows = await ep.cmd(stream, "XPENDING", stream, group, "-", "+", PENDING_SCAN)
     if rows:
         oldest = max(rows, key=lambda r: int(r[2]))
         more = " (first 10000 scanned)" if len(rows) >= PENDING_SCAN else ""
-        print(f"  oldest idle:       {int(oldest[2])} ms: {_text(oldest[0])} held by "
-              f"{_text(oldest[1])}, delivered {int(oldest[3])} times{more}")
+        print(
+            f"  oldest idle:       {int(oldest[2])} ms: {_text(oldest[0])} held by "
+            f"{_text(oldest[1])}, delivered {int(oldest[3])} times{more}"
+        )
     else:
         print("  oldest idle:       - (nothing pending)")
     total = int(await ep.cmd(dead_letter, "XLEN", dead_letter))

@@ -48,8 +48,10 @@ class Portal:
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
         if self._thread is not None and threading.current_thread() is self._thread:
             coro.close()
-            raise RuntimeError("a sync SDK method was called from its own event loop thread; "
-                               "use streams.sdk.aio inside async code")
+            raise RuntimeError(
+                "a sync SDK method was called from its own event loop thread; "
+                "use streams.sdk.aio inside async code"
+            )
         return self.submit(coro).result()
 
     def close(self) -> None:

@@ -17,7 +17,6 @@ from streams.sdk import CheckpointConsumer, CheckpointTx, Producer, SQLiteStore,
 from streams.sdk.checkpoint import SQLiteTx
 from topology.local import LocalTopology
 
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -118,16 +117,29 @@ def test_group_verb_says_what_is_missing(url: str, stream: str) -> None:
 def test_streams_command_has_the_group_verb(url: str, stream: str) -> None:
     run = subprocess.run(
         [sys.executable, "-m", "streams.cli", "group", "--endpoint", url, stream, "g"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
     assert run.returncode == 2 and "no such key" in run.stderr.lower(), run.stderr
 
 
 def test_rocket_rides_example_consumers_agree_despite_double_sends_and_crashes(url: str) -> None:
     run = subprocess.run(
-        [sys.executable, str(ROOT / "examples/sdk/rocket_rides.py"), "--endpoint", url,
-         "--rides", "200", "--seed", "7"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            str(ROOT / "examples/sdk/rocket_rides.py"),
+            "--endpoint",
+            url,
+            "--rides",
+            "200",
+            "--seed",
+            "7",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "the consumers agree" in run.stdout

@@ -36,11 +36,17 @@ def _compose_binary() -> Path:
 
 def _model() -> dict[str, Any]:
     binary = _compose_binary()
-    check = subprocess.run([binary, "-f", COMPOSE_FILE, "config", "-q"],
-                           capture_output=True, text=True, timeout=60)
+    check = subprocess.run(
+        [binary, "-f", COMPOSE_FILE, "config", "-q"], capture_output=True, text=True, timeout=60
+    )
     assert check.returncode == 0, check.stderr
-    out = subprocess.run([binary, "-f", COMPOSE_FILE, "config", "--format", "json"],
-                         capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [binary, "-f", COMPOSE_FILE, "config", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     model: dict[str, Any] = json.loads(out.stdout)
     return model
 
@@ -55,8 +61,9 @@ def test_compose_file_passes_the_reference_parser_and_matches_the_mm2_topology()
     assert len(published) == len(set(published)), f"host port clash: {published}"
     for region in topology.regions:
         kafka_host = region.bootstrap.split(":")[0]
-        assert any(s.get("hostname") == kafka_host or name == kafka_host
-                   for name, s in services.items()), f"no broker {kafka_host} for {region.name}"
+        assert any(
+            s.get("hostname") == kafka_host or name == kafka_host for name, s in services.items()
+        ), f"no broker {kafka_host} for {region.name}"
         node = services.get(f"region-{region.name}")
         assert node is not None, f"no node service for {region.name}"
         assert node["command"][node["command"].index("--region") + 1] == region.name

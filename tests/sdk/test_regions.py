@@ -10,10 +10,8 @@ import threading
 import time
 from collections import Counter
 
-
 from streams.sdk import CountingMetrics, GroupConsumer, Metrics, Producer
 from topology.local import LocalTopology
-
 
 
 def _key(entry_id: str) -> tuple[int, int]:
@@ -58,8 +56,16 @@ def test_redirected_consumer_skips_nothing_and_does_not_reread_replicated_acks()
             handled.append(entry_id)
 
         metrics = _Recorder()
-        consumer = GroupConsumer([_url(topo, 1), _url(topo, 2)], "orders", "g", "alice",
-                                 handler, count=20, block_ms=200, metrics=metrics)
+        consumer = GroupConsumer(
+            [_url(topo, 1), _url(topo, 2)],
+            "orders",
+            "g",
+            "alice",
+            handler,
+            count=20,
+            block_ms=200,
+            metrics=metrics,
+        )
         try:
             deadline = time.monotonic() + 60
             while len(set(handled)) < 20 and time.monotonic() < deadline:
@@ -108,19 +114,34 @@ def test_group_of_three_with_failures_a_stop_and_a_killed_node_handles_everythin
             out: list[str] = []
             with Producer(endpoints, "rides", idempotency=True) as producer:
                 for start in range(0, per_producer, 15):
-                    batch = [{"p": name, "n": i, **({"poison": 1} if i % 100 == 7 else {})}
-                             for i in range(start, min(start + 15, per_producer))]
+                    batch = [
+                        {"p": name, "n": i, **({"poison": 1} if i % 100 == 7 else {})}
+                        for i in range(start, min(start + 15, per_producer))
+                    ]
                     out += producer.send_many(batch)
                     time.sleep(0.05)
             sent[name] = out
 
-        producers = [threading.Thread(target=produce, args=("a", [r1, r2, r3])),
-                     threading.Thread(target=produce, args=("b", [r2, r1, r3]))]
+        producers = [
+            threading.Thread(target=produce, args=("a", [r1, r2, r3])),
+            threading.Thread(target=produce, args=("b", [r2, r1, r3])),
+        ]
         metrics = [CountingMetrics() for _ in range(3)]
         consumers = [
-            GroupConsumer([r3, r1, r2], "rides", "g", f"c{k}", handler, count=10,
-                          block_ms=200, claim_idle_ms=1000, max_deliveries=8, retry_ms=50,
-                          dead_letter="rides:dead", metrics=metrics[k])
+            GroupConsumer(
+                [r3, r1, r2],
+                "rides",
+                "g",
+                f"c{k}",
+                handler,
+                count=10,
+                block_ms=200,
+                claim_idle_ms=1000,
+                max_deliveries=8,
+                retry_ms=50,
+                dead_letter="rides:dead",
+                metrics=metrics[k],
+            )
             for k in range(3)
         ]
         runners = [threading.Thread(target=c.run) for c in consumers]
@@ -162,8 +183,10 @@ def test_group_of_three_with_failures_a_stop_and_a_killed_node_handles_everythin
         duplicates = sum(n - 1 for n in handled.values())
         counts = [m.snapshot() for m in metrics]
         assert sum(c.failovers for c in counts[:2]) >= 2  # both running consumers moved on
-        print(f"\n{len(good)} entries handled, {duplicates} duplicate handlings, "
-              f"{len(poison)} poison entries dead-lettered; per consumer: {counts}")
+        print(
+            f"\n{len(good)} entries handled, {duplicates} duplicate handlings, "
+            f"{len(poison)} poison entries dead-lettered; per consumer: {counts}"
+        )
 
 
 def test_demo_example_hands_every_entry_of_two_producer_regions_to_a_group_in_the_third() -> None:
@@ -172,8 +195,12 @@ def test_demo_example_hands_every_entry_of_two_producer_regions_to_a_group_in_th
     from pathlib import Path
 
     script = Path(__file__).resolve().parents[2] / "examples/sdk/demo.py"
-    run = subprocess.run([sys.executable, str(script), "--entries", "300"],
-                         capture_output=True, text=True, timeout=180)
+    run = subprocess.run(
+        [sys.executable, str(script), "--entries", "300"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "300 entries from producers in r1 and r2" in run.stdout
     assert "0 missing" in run.stdout

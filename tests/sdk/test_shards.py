@@ -92,8 +92,17 @@ def test_producer_and_group_consumer_given_first_nodes_use_the_second(
     assert [r[0].decode() for r in node(topo, 1, 1).xrange(stream)] == ids
     handled: list[str] = []
     metrics = CountingMetrics()
-    with GroupConsumer(seeds(topo), stream, "g", "c1", lambda i, f: handled.append(i), count=25,
-                       block_ms=100, metrics=metrics, metrics_interval_s=0.0) as consumer:
+    with GroupConsumer(
+        seeds(topo),
+        stream,
+        "g",
+        "c1",
+        lambda i, f: handled.append(i),
+        count=25,
+        block_ms=100,
+        metrics=metrics,
+        metrics_interval_s=0.0,
+    ) as consumer:
         drain(consumer)
         assert consumer.endpoint == seeds(topo)[0]  # no failover: the region served it all
     assert handled == ids
@@ -118,8 +127,9 @@ def test_dead_letters_reach_their_stream_wherever_it_lives(
         if fields[b"n"] in (b"2", b"4"):
             raise DeadLetter("not for us")
 
-    with GroupConsumer(seeds(topo), stream, "g", "c", handler, block_ms=100,
-                       dead_letter=dead) as consumer:
+    with GroupConsumer(
+        seeds(topo), stream, "g", "c", handler, block_ms=100, dead_letter=dead
+    ) as consumer:
         drain(consumer)
     letters = node(topo, 1, owner(topo, dead)).xrange(dead)
     assert [f[b"_dl_id"].decode() for _, f in letters] == [ids[2], ids[4]]
@@ -139,8 +149,7 @@ def test_checkpoint_consumer_and_group_verb_follow_the_redirect(
         seen.append(entry_id)
 
     store = SQLiteStore(tmp_path / "c.sqlite3")
-    with CheckpointConsumer(seeds(topo)[0], stream, "c", handler, store,
-                            batch_size=4) as consumer:
+    with CheckpointConsumer(seeds(topo)[0], stream, "c", handler, store, batch_size=4) as consumer:
         while consumer.run_once():
             pass
     assert seen == ids and store.checkpoint("c") == ids[-1]
@@ -152,8 +161,19 @@ def test_checkpoint_consumer_and_group_verb_follow_the_redirect(
     groupcli.add_parser(parser.add_subparsers(dest="command"))
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = groupcli.run(parser.parse_args(["group", "--endpoint", seeds(topo)[0], stream,
-                                               "g", "--dead-letter", name_on(topo, 0, "d")]))
+        code = groupcli.run(
+            parser.parse_args(
+                [
+                    "group",
+                    "--endpoint",
+                    seeds(topo)[0],
+                    stream,
+                    "g",
+                    "--dead-letter",
+                    name_on(topo, 0, "d"),
+                ]
+            )
+        )
     assert code == 0, err.getvalue()
     lines = out.getvalue().splitlines()
     assert "region r1" in lines[0]
@@ -193,8 +213,17 @@ def test_killing_the_streams_node_moves_producer_and_consumer_to_the_other_regio
 
         produced: dict[str, int] = {}
         metrics = CountingMetrics()
-        consumer = GroupConsumer(seeds(topo), stream, "g", "c", handler, count=20,
-                                 block_ms=200, claim_idle_ms=2000, metrics=metrics)
+        consumer = GroupConsumer(
+            seeds(topo),
+            stream,
+            "g",
+            "c",
+            handler,
+            count=20,
+            block_ms=200,
+            claim_idle_ms=2000,
+            metrics=metrics,
+        )
         runner = threading.Thread(target=consumer.run)
         writer = threading.Thread(target=produce)
         runner.start()

@@ -6,7 +6,6 @@ import asyncio
 import threading
 import time
 
-
 from streams.sdk import (
     DEAD_LETTER_FIELDS,
     CountingMetrics,
@@ -17,7 +16,6 @@ from streams.sdk import (
     aio,
 )
 from topology.local import LocalTopology
-
 
 
 def _drain(consumer: GroupConsumer, until: float = 20.0, idle_steps: int = 3) -> None:
@@ -53,8 +51,17 @@ def test_every_entry_is_handled_once_and_acked(
         ids = producer.send_many([{"n": i} for i in range(100)])
     handled: list[str] = []
     metrics = CountingMetrics()
-    with GroupConsumer(url, stream, "g", "c1", lambda i, f: handled.append(i), count=30,
-                       block_ms=100, metrics=metrics, metrics_interval_s=0.0) as consumer:
+    with GroupConsumer(
+        url,
+        stream,
+        "g",
+        "c1",
+        lambda i, f: handled.append(i),
+        count=30,
+        block_ms=100,
+        metrics=metrics,
+        metrics_interval_s=0.0,
+    ) as consumer:
         _drain(consumer)
     assert handled == ids
     counts = metrics.snapshot()
@@ -81,8 +88,18 @@ def test_a_failing_entry_is_retried_then_dead_lettered_with_its_story(
 
     dlq = stream + ":dead"
     metrics = CountingMetrics()
-    with GroupConsumer(url, stream, "g", "c1", handler, block_ms=100, max_deliveries=3,
-                       retry_ms=50, dead_letter=dlq, metrics=metrics) as consumer:
+    with GroupConsumer(
+        url,
+        stream,
+        "g",
+        "c1",
+        handler,
+        block_ms=100,
+        max_deliveries=3,
+        retry_ms=50,
+        dead_letter=dlq,
+        metrics=metrics,
+    ) as consumer:
         _drain(consumer)
     assert attempts[ids[3]] == 3 and attempts[ids[5]] == 2 and attempts[ids[7]] == 1
     assert all(attempts[i] == 1 for n, i in enumerate(ids) if n not in (3, 5))
@@ -111,8 +128,9 @@ def test_a_restarted_consumer_handles_its_own_pending_entries_first(
     with Producer(url, stream) as producer:
         new = producer.send_many([{"n": i} for i in range(3, 6)])
     handled: list[str] = []
-    with GroupConsumer(url, stream, "g", "c1", lambda i, f: handled.append(i),
-                       block_ms=100) as consumer:
+    with GroupConsumer(
+        url, stream, "g", "c1", lambda i, f: handled.append(i), block_ms=100
+    ) as consumer:
         _drain(consumer)
     assert handled == old + new
 
@@ -126,8 +144,16 @@ def test_entries_of_a_dead_consumer_are_reclaimed_by_a_bounded_sweep(
     client.xgroup_create(stream, "g", "0")
     client.xreadgroup("g", "dead", {stream: ">"}, count=25)
     handled: list[str] = []
-    with GroupConsumer(url, stream, "g", "alive", lambda i, f: handled.append(i), count=10,
-                       block_ms=100, claim_idle_ms=300) as consumer:
+    with GroupConsumer(
+        url,
+        stream,
+        "g",
+        "alive",
+        lambda i, f: handled.append(i),
+        count=10,
+        block_ms=100,
+        claim_idle_ms=300,
+    ) as consumer:
         _drain(consumer, idle_steps=8)
     assert sorted(handled) == sorted(ids) and len(handled) == 25
     assert client.xpending(stream, "g")["pending"] == 0
@@ -147,8 +173,7 @@ def test_a_long_handler_renews_its_claim_while_running(
             reply = sweeper.xautoclaim(stream, "g", "thief", 300, "0-0", justid=True)
             stolen.append(reply)
 
-    with GroupConsumer(url, stream, "g", "a", slow, block_ms=100,
-                       claim_idle_ms=300) as consumer:
+    with GroupConsumer(url, stream, "g", "a", slow, block_ms=100, claim_idle_ms=300) as consumer:
         consumer.run_once()
     assert len(stolen) == 6 and all(reply == [] for reply in stolen)
 
@@ -166,8 +191,9 @@ def test_stop_from_another_thread_finishes_the_entry_and_hands_back_the_rest(
         time.sleep(0.3)
         handled.append(entry_id)
 
-    consumer = GroupConsumer(url, stream, "g", "a", handler, count=10, block_ms=100,
-                             claim_idle_ms=60000)
+    consumer = GroupConsumer(
+        url, stream, "g", "a", handler, count=10, block_ms=100, claim_idle_ms=60000
+    )
     runner = threading.Thread(target=consumer.run)
     runner.start()
     assert started.wait(20)
@@ -177,7 +203,7 @@ def test_stop_from_another_thread_finishes_the_entry_and_hands_back_the_rest(
     consumer.close()
     assert handled == ids[: len(handled)] and 1 <= len(handled) < 10
     pending = region.client(1).xpending_range(stream, "g", "-", "+", 20)
-    assert [p["message_id"].decode() for p in pending] == ids[len(handled):]
+    assert [p["message_id"].decode() for p in pending] == ids[len(handled) :]
     # Handed back: idle at least claim_idle_ms, so any consumer's sweep takes them at once.
     assert all(p["time_since_delivered"] >= 60000 for p in pending)
 

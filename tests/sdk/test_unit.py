@@ -21,7 +21,14 @@ def test_endpoints_accept_urls_and_host_port_and_refuse_junk() -> None:
 
 def test_fields_are_encoded_with_the_idempotency_key_last() -> None:
     assert encode_fields({"a": 1, b"b": "x", "c": 1.5}, "k1") == [
-        b"a", b"1", b"b", b"x", b"c", b"1.5", b"_idk", b"k1"
+        b"a",
+        b"1",
+        b"b",
+        b"x",
+        b"c",
+        b"1.5",
+        b"_idk",
+        b"k1",
     ]
     with pytest.raises(SdkError, match="at least one field"):
         encode_fields({}, None)
@@ -34,10 +41,15 @@ def test_fields_are_encoded_with_the_idempotency_key_last() -> None:
 def test_transient_errors_are_connection_loss_timeouts_and_op_log_refusals() -> None:
     assert is_transient(redis.exceptions.ConnectionError("gone"))
     assert is_transient(redis.exceptions.TimeoutError("slow"))
-    assert is_transient(redis.exceptions.ResponseError(
-        "writes refused until the op log is re-read: broker down"))
-    assert is_transient(redis.exceptions.ResponseError(
-        "the op log did not acknowledge the write: x; writes are refused until the log is re-read"))
+    assert is_transient(
+        redis.exceptions.ResponseError("writes refused until the op log is re-read: broker down")
+    )
+    assert is_transient(
+        redis.exceptions.ResponseError(
+            "the op log did not acknowledge the write: x; "
+            "writes are refused until the log is re-read"
+        )
+    )
     assert not is_transient(redis.exceptions.ResponseError("WRONGTYPE Operation against a key"))
     assert not is_transient(ValueError("handler bug"))
 
