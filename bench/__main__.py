@@ -2,7 +2,7 @@
 three regions, next to redis-server and a 2-master Redis Cluster; consumption, replication
 latency, idle cost and a py-spy profile at P16 (bench/shards.py). Written to docs/benchmarks.md.
 
-    python -m bench --max-others 0.2       # the full run: 3 rounds, every default system
+    python -m bench --max-others 0.25 --wait 600   # the full run: 3 rounds, default systems
     python -m bench --quick                # 1 round, 20,000 requests per run: prints only
     python -m bench --only s4n2,redis-cluster,p16   # chosen systems / figures: prints only
     python -m bench --list                 # the systems and figures --only knows
