@@ -38,7 +38,7 @@ def cut_map(cut: Cut) -> Column:
         x
         for p, per in sorted(cut.items())
         for o, s in sorted(per.items())
-        for x in (F.lit(p * _SHIFT + o), F.lit(s))
+        for x in (F.lit(p * _SHIFT + o).cast("long"), F.lit(s).cast("long"))
     ]
     return F.create_map(*pairs) if pairs else F.create_map().cast("map<bigint,bigint>")
 

@@ -10,6 +10,7 @@ import pyarrow.dataset as ds
 import pytest
 import redis
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
 
 from streams.pipeline.export import OPS_DIR, export, follow
 from tests.pipeline.conftest import History
@@ -59,6 +60,13 @@ def test_export_read_back_with_pyarrow_equals_xrange(
     assert {o for sid, o, _f in got[b"dup"]} == {b"2", b"3"}
 
 
+def stored_records(out: Path) -> list[tuple[str, int, int]]:
+    """(topic, partition, offset) of every op a follow query stored under `out`."""
+    stored = ds.dataset(str(out / OPS_DIR), format="parquet", partitioning="hive").to_table()
+    columns = [stored.column(c).to_pylist() for c in ("topic", "partition", "offset")]
+    return list(zip(*columns, strict=True))
+
+
 @pytest.fixture
 def live() -> Iterator[LocalTopology]:
     with LocalTopology(regions=2, manual_sync=True, id_mode="semi-strict") as topo:
@@ -86,14 +94,18 @@ def test_follow_stopped_and_restarted_ends_with_exactly_the_nodes_entries(
         c2.xadd("t", {"i": str(i)})
     live.sync()
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
-    query = follow(
-        spark,
-        live.bootstrap[1],
-        str(out),
-        str(checkpoint),
-        trigger_seconds=0.1,
-        max_offsets_per_trigger=30,
-    )
+
+    def start() -> StreamingQuery:
+        return follow(
+            spark,
+            live.bootstrap[1],
+            str(out),
+            str(checkpoint),
+            trigger_seconds=0.1,
+            max_offsets_per_trigger=30,
+        )
+
+    query = start()
     try:
         _wait_batches(query, 1)
     finally:
@@ -108,24 +120,14 @@ def test_follow_stopped_and_restarted_ends_with_exactly_the_nodes_entries(
         c2.xadd("u", {"i": str(i)})
     c1.xdel("u", c1.xrange("u", count=1)[0][0]) if c1.xrange("u", count=1) else None
     live.sync()
-    query = follow(
-        spark,
-        live.bootstrap[1],
-        str(out),
-        str(checkpoint),
-        trigger_seconds=0.1,
-        max_offsets_per_trigger=30,
-    )
+    query = start()
     try:
         query.processAllAvailable()
     finally:
         query.stop()
     got = read_back(out)
     assert _comparable(got) == xrange_all(c1, [b"s", b"t", b"u"])
-    stored = ds.dataset(str(out / OPS_DIR), format="parquet", partitioning="hive").to_table()
-    offsets = list(
-        zip(stored.column("topic").to_pylist(), stored.column("offset").to_pylist(), strict=True)
-    )
+    offsets = stored_records(out)
     assert len(offsets) == len(set(offsets))  # no batch processed twice
     vector = live.vector(1)
     assert len(offsets) == vector["r1"] + vector["r2"]  # none missing

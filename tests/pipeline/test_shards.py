@@ -14,7 +14,6 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-import pyarrow.dataset as ds
 import pytest
 from pyspark.sql import SparkSession
 
@@ -22,11 +21,16 @@ from streams.crdt.keyspace import digest as region_digest
 from streams.crdt.state import State
 from streams.pipeline import folding
 from streams.pipeline.audit import audit
-from streams.pipeline.export import OPS_DIR, export, follow, read_oplogs
+from streams.pipeline.export import export, follow, read_oplogs
 from streams.pipeline.snapshot import snapshot
 from streams.slots import shard_of
 from streams.snapshot import read_shard, read_snapshot
-from tests.pipeline.test_export_follow import _comparable, read_back, xrange_all
+from tests.pipeline.test_export_follow import (
+    _comparable,
+    read_back,
+    stored_records,
+    xrange_all,
+)
 from topology.local import LocalTopology
 
 SHARDS = 4
@@ -70,9 +74,15 @@ def sharded() -> Iterator[tuple[LocalTopology, list[bytes]]]:
         yield topo, keys
 
 
+def _crdt_digest(topo: LocalTopology, i: int) -> str:
+    """Region i's CRDT.DIGEST."""
+    reply: bytes = topo.client(i).execute_command("CRDT.DIGEST")  # type: ignore[no-untyped-call]
+    return reply.decode()
+
+
 def _crdt_shards(topo: LocalTopology, i: int) -> dict[int, tuple[str, dict[int, int]]]:
     """Region i's shards as its node reports them: index -> (digest, applied vector by id)."""
-    reply = topo.client(i).execute_command("CRDT.SHARDS")
+    reply = topo.client(i).execute_command("CRDT.SHARDS")  # type: ignore[no-untyped-call]
     return {
         index: (d.decode(), {int(flat[k][1:]): int(flat[k + 1]) for k in range(0, len(flat), 2)})
         for index, d, flat in reply
@@ -120,7 +130,7 @@ def test_folds_per_shard_give_each_shards_and_the_regions_digest(
             states[shard].keys[key] = ks
         digests = [s.digest() for s in states]
         assert digests == [d for _s, (d, _v) in sorted(_crdt_shards(topo, i).items())]
-        assert region_digest(digests) == topo.client(i).execute_command("CRDT.DIGEST").decode()
+        assert region_digest(digests) == _crdt_digest(topo, i)
 
 
 def test_audit_of_two_sharded_clusters_agrees_with_the_nodes(
@@ -133,7 +143,7 @@ def test_audit_of_two_sharded_clusters_agrees_with_the_nodes(
     assert report.shards == SHARDS
     assert report.conflicting_dots == []  # (r1, 5) of shard 0 is not (r1, 5) of shard 3
     assert report.position == {s: vector for s, (_d, vector) in _crdt_shards(topo, 1).items()}
-    live = topo.client(1).execute_command("CRDT.DIGEST").decode()
+    live = _crdt_digest(topo, 1)
     assert report.region_digests == {b1: live, b2: live}
     assert report.shard_digests[b1] == [d for _s, (d, _v) in sorted(_crdt_shards(topo, 2).items())]
     assert set(report.digests) == set(keys)
@@ -164,15 +174,7 @@ def test_export_and_follow_equal_xrange_for_keys_of_every_shard(
     finally:
         query.stop()
     assert _comparable(read_back(out)) == xrange_all(topo.client(1), keys)
-    stored = ds.dataset(str(out / OPS_DIR), format="parquet", partitioning="hive").to_table()
-    records = list(
-        zip(
-            stored.column("topic").to_pylist(),
-            stored.column("partition").to_pylist(),
-            stored.column("offset").to_pylist(),
-            strict=True,
-        )
-    )
+    records = stored_records(out)
     assert len(records) == len(set(records)) == sum(topo.vector(1).values())
     assert {p for _t, p, _o in records} == set(range(SHARDS))
 
@@ -183,8 +185,8 @@ def test_snapshot_writes_one_bootable_file_per_shard(
     """Runs last in this module: it writes more and restarts region 1's node."""
     topo, keys = sharded
     result = snapshot(spark, topo.bootstrap[1], "r1", str(tmp_path / "r1.snapshot"))
-    live = topo.client(1).execute_command("CRDT.DIGEST").decode()
-    assert result.digest == live == topo.client(2).execute_command("CRDT.DIGEST").decode()
+    live = _crdt_digest(topo, 1)
+    assert result.digest == live == _crdt_digest(topo, 2)
     assert result.files == [str(tmp_path / f"r1.snapshot.shard{s}") for s in range(SHARDS)]
     shards = _crdt_shards(topo, 1)
     for s, path in enumerate(result.files):
@@ -217,9 +219,9 @@ def test_snapshot_writes_one_bootable_file_per_shard(
     booted = dict(zip(flat[::2], flat[1::2], strict=True))[b"booted_from"]
     for path in result.files:
         assert path.encode() in booted
-    after = topo.client(2).execute_command("CRDT.DIGEST").decode()
+    after = _crdt_digest(topo, 2)
     assert after != live
-    assert topo.client(1).execute_command("CRDT.DIGEST").decode() == after
+    assert _crdt_digest(topo, 1) == after
     assert _comparable_xrange(topo, keys)
 
 
