@@ -1,4 +1,4 @@
-# A region node built from this repository (docker-compose.yml runs one per region).
+# A region node built from this repository (docker-compose.yml runs one per node process of each region: `--node K`).
 FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml README.md ./

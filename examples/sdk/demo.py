@@ -4,9 +4,15 @@ Producer "a" writes to region 1 (falling back to the others), producer "b" to re
 `GroupConsumer`s read the stream in region 3 (falling back to 1, then 2). The script exits 0 once
 every entry was handled at least once, and prints the count of duplicate handlings and each
 consumer's metrics. docker-compose.yml's `demo` service runs it against the three Apache Kafka
-regions; without `--endpoints` it starts an embedded three-region topology itself.
+regions; without `--endpoints` it starts an embedded three-region topology itself (`--shards S
+--nodes M`: S shards over M node processes per region).
+
+Each region is given by one node. In a region of several node processes the SDK follows MOVED
+to the node serving the stream; the demo waits for every node such a region names (CLUSTER
+SLOTS) to answer first, as nodes start in any order.
 
     python examples/sdk/demo.py
+    python examples/sdk/demo.py --shards 4 --nodes 2
     python examples/sdk/demo.py --endpoints redis://r1:6380,redis://r2:6381,redis://r3:6382
 """
 
@@ -27,21 +33,42 @@ from streams.sdk import CountingMetrics, GroupConsumer, Producer
 
 
 def wait_until_up(urls: list[str], timeout_s: float) -> None:
-    """Region nodes start after their Kafka clusters: wait for every one to answer PING."""
+    """Region nodes start after their Kafka clusters, in any order: wait for every node to
+    answer PING, every node a sharded region's given node names included."""
     deadline = time.monotonic() + timeout_s
     for url in urls:
-        client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
-        try:
-            while True:
-                try:
-                    client.ping()
-                    break
-                except redis.ConnectionError:
-                    if time.monotonic() > deadline:
-                        raise SystemExit(f"demo: {url} did not answer in {timeout_s} s") from None
-                    time.sleep(1)
-        finally:
-            client.close()
+        _ping(url, deadline, timeout_s)
+        for host, port in _cluster_nodes(url):
+            _ping(f"redis://{host}:{port}", deadline, timeout_s)
+
+
+def _ping(url: str, deadline: float, timeout_s: float) -> None:
+    client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+    try:
+        while True:
+            try:
+                client.ping()
+                return
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"demo: {url} did not answer in {timeout_s} s") from None
+                time.sleep(1)
+    finally:
+        client.close()
+
+
+def _cluster_nodes(url: str) -> set[tuple[str, int]]:
+    """The nodes a region's node names in CLUSTER SLOTS (itself included); none for a node
+    that serves every key (it answers "cluster support disabled")."""
+    client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+    client.response_callbacks.clear()  # raw rows: [start, end, [host, port, id], ...]
+    try:
+        rows = client.execute_command("CLUSTER", "SLOTS")
+    except redis.ResponseError:
+        return set()
+    finally:
+        client.close()
+    return {(row[2][0].decode(), int(row[2][1])) for row in rows}
 
 
 def run(urls: list[str], entries: int, timeout_s: float) -> int:
@@ -77,7 +104,9 @@ def run(urls: list[str], entries: int, timeout_s: float) -> int:
             count=50,
             block_ms=500,
             metrics=metrics[k],
-            dead_letter=f"{stream}:dead",
+            # The stream's hash tag: the same slot, so a dead letter and its XACK are one
+            # MULTI/EXEC even when the region's shards live on several nodes.
+            dead_letter=f"{{{stream}}}:dead",
         )
         for k in range(3)
     ]
@@ -119,7 +148,7 @@ def run(urls: list[str], entries: int, timeout_s: float) -> int:
 
 
 @contextlib.contextmanager
-def endpoints_from(arg: str | None) -> Iterator[list[str]]:
+def endpoints_from(arg: str | None, shards: int, nodes: int) -> Iterator[list[str]]:
     if arg:
         urls = [u.strip() for u in arg.split(",")]
         if len(urls) != 3:
@@ -128,7 +157,7 @@ def endpoints_from(arg: str | None) -> Iterator[list[str]]:
         return
     from topology.local import LocalTopology
 
-    with LocalTopology(regions=3, manual_sync=False) as topo:
+    with LocalTopology(regions=3, shards=shards, nodes=nodes, manual_sync=False) as topo:
         yield [f"redis://127.0.0.1:{topo.ports[i]}" for i in (1, 2, 3)]
 
 
@@ -138,13 +167,19 @@ def main(argv: list[str] | None = None) -> int:
         "--endpoints",
         help="three comma-separated RESP URLs (default: start an embedded three-region topology)",
     )
+    parser.add_argument("--shards", type=int, default=1, help="embedded: shards (default 1)")
+    parser.add_argument(
+        "--nodes", type=int, default=1, help="embedded: node processes per region (default 1)"
+    )
     parser.add_argument("--entries", type=int, default=600, help="entries in all (default 600)")
     parser.add_argument("--timeout", type=float, default=120, help="seconds to wait (default 120)")
     args = parser.parse_args(argv)
     if args.entries < 2:
         parser.error("--entries must be >= 2")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-    with endpoints_from(args.endpoints) as urls:
+    if args.endpoints and (args.shards, args.nodes) != (1, 1):
+        parser.error("--shards and --nodes shape the embedded topology, not --endpoints")
+    with endpoints_from(args.endpoints, args.shards, args.nodes) as urls:
         wait_until_up(urls, args.timeout)
         return run(urls, args.entries, args.timeout)
 

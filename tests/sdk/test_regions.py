@@ -6,9 +6,14 @@ Real parts only: embedded brokers, mirrors, region node subprocesses killed with
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
+from pathlib import Path
+
+import pytest
 
 from streams.sdk import CountingMetrics, GroupConsumer, Metrics, Producer
 from topology.local import LocalTopology
@@ -189,14 +194,14 @@ def test_group_of_three_with_failures_a_stop_and_a_killed_node_handles_everythin
         )
 
 
-def test_demo_example_hands_every_entry_of_two_producer_regions_to_a_group_in_the_third() -> None:
-    import subprocess
-    import sys
-    from pathlib import Path
-
+@pytest.mark.parametrize("shape", [[], ["--shards", "4", "--nodes", "2"]], ids=["1x1", "4x2"])
+def test_demo_example_hands_every_entry_of_two_producer_regions_to_a_group_in_the_third(
+    shape: list[str],
+) -> None:
+    """Also on regions of two node processes over four shards, given one node per region."""
     script = Path(__file__).resolve().parents[2] / "examples/sdk/demo.py"
     run = subprocess.run(
-        [sys.executable, str(script), "--entries", "300"],
+        [sys.executable, str(script), "--entries", "300", *shape],
         capture_output=True,
         text=True,
         timeout=180,

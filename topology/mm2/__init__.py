@@ -33,6 +33,11 @@ def _topic_regex(topic: str) -> str:
     return topic.replace(".", "\\\\.")
 
 
+def _shards(topology: Topology) -> str:
+    count = topology.shards
+    return "one shard: one partition" if count == 1 else f"{count} shards: {count} partitions"
+
+
 def render(topology: Topology, naming: str | None = None) -> str:
     """The connect-mirror-maker.properties text for `topology` (naming defaults to its own)."""
     naming = naming or topology.mirror_naming
@@ -86,7 +91,14 @@ def render(topology: Topology, naming: str | None = None) -> str:
         "",
         "# Op-log topics appear when a region node first starts: look for new ones often",
         "# (the default is every 10 minutes).",
+        "refresh.topics.enabled = true",
         "refresh.topics.interval.seconds = 5",
+        "",
+        f"# Shards: partition s of every op log is shard s ({_shards(topology)}). A remote topic",
+        "# is created with its source's partition count, each record goes to the partition",
+        "# number it had at the source, and a partition added at the source is added to the",
+        "# copies at the next refresh; topic configs (retention, ...) follow the source's.",
+        "sync.topic.configs.enabled = true",
         "",
         "# Read committed data only (region nodes write in transactions); write idempotently.",
     ]
@@ -97,7 +109,8 @@ def render(topology: Topology, naming: str | None = None) -> str:
         lines.append(f"{alias}.producer.acks = all")
     lines += [
         "",
-        "# One partition per op log, one broker per cluster.",
+        "# One task per flow copies every partition of its op logs, each in order; tasks.max up",
+        "# to the shard count copies the partitions in parallel. One broker per cluster.",
         "tasks.max = 1",
         "replication.factor = 1",
         "checkpoints.topic.replication.factor = 1",
