@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import signal
 import sys
@@ -65,6 +66,7 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
         print(f"streams node {region}: cannot start: {exc}", file=sys.stderr)
         await node.stop()
         return 1
+    gc.freeze()  # the state loaded at boot is never walked by the collector again
     print(f"region {region} ready on {node.bind}:{node.port}", flush=True)
     await stop.wait()
     await node.stop()
@@ -82,6 +84,16 @@ def _node_index(topology: Topology, region: str, node: int | None, shards: str |
             return candidate.index
     owners = ", ".join(f"node {n.index}: {format_shard_set(n.shards)}" for n in config.nodes)
     raise ValueError(f"no node of region {region} owns exactly shards {shards} ({owners})")
+
+
+GC_THRESHOLDS = (100_000, 50, 100)
+"""The cyclic garbage collector's thresholds in a node process. With Python's defaults (700, 10,
+10) a node under write load spent a quarter to two fifths of its GIL time in the collector
+(py-spy --native on `python -m bench`): each XADD allocates a dozen tracked containers, and the
+state (a stream per key) was walked again and again as it grew. Measured in process, 100,000
+XADDs on random keys: 20.3k/s with the defaults, 33.2k/s with these, 34.0k/s with no collector at
+all. Memory is still freed by reference counting at once; only reference cycles (rare here:
+exceptions kept with their tracebacks) wait longer to be collected."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         auth = AuthConfig.build(args.requirepass, args.user)
     except ValueError as exc:
         parser.error(str(exc))
+    gc.set_threshold(*GC_THRESHOLDS)
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
