@@ -29,6 +29,8 @@ silently never converge or keys that no node serves.
     resp_port = 6390
     bind = "127.0.0.1"             # default: the region's bind
     shards = "2-3"
+    announce = "10.0.0.7"          # optional: the host clients reach it at (CLUSTER SLOTS, MOVED),
+                                   # as Redis's cluster-announce-ip; default: bind
 
 A region without `[[region.node]]` tables runs one node owning every shard on the region's
 `resp_port` (the format before shards existed, which stays valid and is written back unchanged).
@@ -79,7 +81,7 @@ MIRROR_NAMINGS = ("identity", "default")
 REQUIRED_REGION_KEYS = ("name", "id", "bootstrap", "resp_port")
 OPTIONAL_REGION_KEYS = ("id_mode", "alias", "bind", "node")
 REQUIRED_NODE_KEYS = ("resp_port",)
-OPTIONAL_NODE_KEYS = ("bind", "shards")
+OPTIONAL_NODE_KEYS = ("bind", "shards", "announce")
 TOPOLOGY_KEYS = ("mirror_naming", "shards")
 DEFAULT_BIND = "127.0.0.1"
 # Names become topic-name parts (`r1.oplog`, `A.r1.oplog`): no dot, or a mirrored topic name
@@ -427,7 +429,9 @@ def _node(raw: object, index: int, where: str, bind: str, shards: int, count: in
             f" such as {SHARD_SET_FORMS})"
         )
     try:
-        return NodeConfig(index, raw.get("bind", bind), raw["resp_port"], owned)
+        return NodeConfig(
+            index, raw.get("bind", bind), raw["resp_port"], owned, raw.get("announce", "")
+        )
     except TopologyError as exc:
         raise TopologyError(f"{where}:" + str(exc).split(":", 1)[1]) from None
 
@@ -480,6 +484,7 @@ def dumps(topology: Topology) -> str:
                 f"resp_port = {node.resp_port}",
                 f"bind = {_toml_string(node.bind)}",
                 f"shards = {_toml_string(format_shard_set(node.shards))}",
+                *([f"announce = {_toml_string(node.announce)}"] if node.announce else []),
             ]
     return "\n".join(lines) + "\n"
 

@@ -106,6 +106,10 @@ class NodeConfig:
     bind: str
     resp_port: int
     shards: tuple[int, ...]
+    announce: str = ""
+    """The host clients and the region's other nodes reach this node at (CLUSTER SLOTS, MOVED),
+    as Redis's `cluster-announce-ip`: needed when it binds 0.0.0.0 or sits behind NAT or in a
+    container; "" means `bind`."""
     implicit: bool = field(default=False, compare=False, repr=False, kw_only=True)
 
     def __post_init__(self) -> None:
@@ -117,6 +121,10 @@ class NodeConfig:
         where = f"node {self.index}"
         check_bind(where, self.bind)
         check_port(where, self.resp_port)
+        if not isinstance(self.announce, str):
+            raise TopologyError(
+                f"{where}: field 'announce' must be a string, got {self.announce!r}"
+            )
         if not isinstance(self.shards, tuple | list) or not self.shards:
             raise TopologyError(
                 f"{where}: field 'shards' must name at least one shard, got {self.shards!r}"
@@ -137,4 +145,7 @@ class NodeConfig:
         """`bind:port`, as printed and as a client connects (on the host the node runs on)."""
         return f"{self.bind}:{self.resp_port}"
 
-
+    @property
+    def announced(self) -> str:
+        """The host others reach the node at: `announce`, else `bind`."""
+        return self.announce or self.bind

@@ -25,7 +25,7 @@ from topology.config import RegionConfig
 def layout_of(region: RegionConfig, shards: int, myself: int, port: int | None = None) -> Layout:
     """The region's layout as every node of it computes it (`port`: this node's own port when
     it was moved from the topology's with --port)."""
-    endpoints = [(n.bind, n.resp_port) for n in region.nodes]
+    endpoints = [(n.announced, n.resp_port) for n in region.nodes]
     if port is not None:
         endpoints[myself] = (endpoints[myself][0], port)
     return Layout.build(

@@ -472,7 +472,7 @@ def node(**fields: object) -> dict[str, object]:
         ),
         (
             nodes_toml(node(resp_port=1, shards="0-3", colour="red")),
-            r"region 'r1', node 0: unknown key\(s\) 'colour' \(known: resp_port, bind, shards\)",
+            r"region 'r1', node 0: unknown key\(s\) 'colour' \(known: resp_port, bind, shards, announce\)",
         ),
         (
             nodes_toml(node(resp_port=1, shards="x")),
@@ -624,3 +624,31 @@ def test_mm2_render_groups_regions_sharing_a_cluster() -> None:
     assert props["clusters"] == "A, B"
     assert props["A->B.topics"] == r"r1\.oplog, r2\.oplog"
     assert props["B->A.topics"] == r"r3\.oplog"
+
+
+def test_a_node_announces_the_host_clients_reach_it_at() -> None:
+    """`announce` (as Redis's cluster-announce-ip) is what CLUSTER SLOTS and MOVED name, for a
+    node binding 0.0.0.0 or in a container; it defaults to the bind address and round-trips."""
+    text = """
+[topology]
+shards = 2
+
+[[region]]
+name = "r1"
+id = 1
+bootstrap = "127.0.0.1:9092"
+
+[[region.node]]
+resp_port = 7001
+bind = "0.0.0.0"
+shards = "0"
+announce = "node-a.example"
+
+[[region.node]]
+resp_port = 7002
+shards = "1"
+"""
+    topology = loads(text)
+    nodes = topology.region("r1").nodes
+    assert [n.announced for n in nodes] == ["node-a.example", "127.0.0.1"]
+    assert loads(dumps(topology)) == topology
