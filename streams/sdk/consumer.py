@@ -333,9 +333,7 @@ class GroupConsumer:
             else:
                 again[entry_id] = deliveries
         if again:
-            entries = await ep.cmd(
-                self.stream, "XCLAIM", self.stream, self.group, self.consumer, 0, *again
-            )
+            entries = await self._claim(ep, *again)
             for raw_id, flat in entries:
                 entry_id = _text(raw_id)
                 if self._stop_requested:
@@ -406,21 +404,17 @@ class GroupConsumer:
                 self.metrics.redelivered(entry_id, attempt)
             await self._handle(ep, entry_id, parse_fields(flat), attempt)
 
+    async def _claim(self, ep: Endpoint, *ids_and_options: str | int) -> Any:
+        """`XCLAIM stream group <this consumer> 0 IDS... [OPTIONS]`: take entries whatever
+        their idle time (claiming again, handing back and lease renewal all do)."""
+        return await ep.cmd(
+            self.stream, "XCLAIM", self.stream, self.group, self.consumer, 0, *ids_and_options
+        )
+
     async def _hand_back(self, ep: Endpoint, ids: list[str]) -> None:
         """Make entries read but not handled claimable by the others at once."""
         if ids:
-            await ep.cmd(
-                self.stream,
-                "XCLAIM",
-                self.stream,
-                self.group,
-                self.consumer,
-                0,
-                *ids,
-                "IDLE",
-                self.claim_idle_ms,
-                "JUSTID",
-            )
+            await self._claim(ep, *ids, "IDLE", self.claim_idle_ms, "JUSTID")
             log.info("%s handed back %d unhandled entries", self.consumer, len(ids))
 
     # --- one entry ---------------------------------------------------------------------------
@@ -496,16 +490,7 @@ class GroupConsumer:
                         "%s lost %s to another consumer while handling it", self.consumer, entry_id
                     )
                     return
-                await ep.cmd(
-                    self.stream,
-                    "XCLAIM",
-                    self.stream,
-                    self.group,
-                    self.consumer,
-                    0,
-                    entry_id,
-                    "JUSTID",
-                )
+                await self._claim(ep, entry_id, "JUSTID")
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the loop notices a dead endpoint itself
@@ -534,7 +519,7 @@ class GroupConsumer:
             )
             await self._ack(ep, entry_id)
         else:
-            region = await self.endpoints.region_of(ep)
+            region = await self.endpoints.region_of(ep, self.stream)
             meta = (entry_id, self.stream, self.group, self.consumer, error, str(attempts), region)
             flat: list[bytes | str] = []
             for name, value in fields.items():

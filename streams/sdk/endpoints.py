@@ -128,10 +128,13 @@ class Endpoint:
         address = self.routes.get(slot_of(key))
         return self.client if address is None else self.nodes[address]
 
-    def _follow(self, moved: redis.exceptions.MovedError) -> None:
-        address = f"{moved.host}:{moved.port}"
+    def _follow(self, moved: redis.exceptions.MovedError, via: aredis.Redis) -> None:
+        # An empty host (`MOVED 3999 :6381`, Redis Cluster's "unknown endpoint") means the host
+        # of the node that answered.
+        host = moved.host or str(via.connection_pool.connection_kwargs.get("host", ""))
+        address = f"{host}:{moved.port}"
         if address not in self.nodes:
-            self.nodes[address] = node_client(self.client, moved.host, moved.port)
+            self.nodes[address] = node_client(self.client, host, moved.port)
         if self.routes.get(moved.slot_id) != address:
             log.info("%s: slot %d is served by %s", self.url, moved.slot_id, address)
         self.routes[moved.slot_id] = address
@@ -147,7 +150,7 @@ class Endpoint:
             try:
                 return await run(client)
             except redis.exceptions.MovedError as moved:
-                self._follow(moved)
+                self._follow(moved, client)
             except Exception as exc:
                 if is_transient(exc):
                     self.routes.pop(slot_of(key), None)
@@ -203,10 +206,11 @@ class EndpointSet:
     def mark_up(self, ep: Endpoint) -> None:
         ep.down_until = 0.0
 
-    async def region_of(self, ep: Endpoint) -> str:
-        """The region name the node reports (CRDT.INFO), or the URL for a plain Redis server."""
+    async def region_of(self, ep: Endpoint, key: str) -> str:
+        """The region name the node reports (CRDT.INFO), or the URL for a plain Redis server;
+        asked of the node serving `key` (any node answers, and that one is known to be up)."""
         if ep.region is None:
-            ep.region = await region_name(ep.client, ep.url)
+            ep.region = await region_name(ep.client_for(key), ep.url)
         return ep.region
 
     async def close(self) -> None:

@@ -13,7 +13,7 @@ import io
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -66,13 +66,6 @@ def node(topo: LocalTopology, region: int, index: int) -> redis.Redis:
     return redis.Redis(port=topo.node_ports[region][index], socket_timeout=10)
 
 
-def drain(consumer: GroupConsumer, idle_steps: int = 3, until: float = 60.0) -> None:
-    deadline = time.monotonic() + until
-    idle = 0
-    while idle < idle_steps and time.monotonic() < deadline:
-        idle = idle + 1 if consumer.run_once() == 0 else 0
-
-
 def test_the_first_node_redirects_streams_of_the_second(topo: LocalTopology) -> None:
     stream = name_on(topo, 1, "moved")
     with pytest.raises(redis.exceptions.MovedError):
@@ -81,7 +74,7 @@ def test_the_first_node_redirects_streams_of_the_second(topo: LocalTopology) -> 
 
 
 def test_producer_and_group_consumer_given_first_nodes_use_the_second(
-    topo: LocalTopology,
+    topo: LocalTopology, drain: Callable[..., None]
 ) -> None:
     stream = name_on(topo, 1, "orders")
     with Producer(seeds(topo), stream, idempotency=True) as producer:
@@ -113,7 +106,7 @@ def test_producer_and_group_consumer_given_first_nodes_use_the_second(
 
 @pytest.mark.parametrize("same_slot", [True, False], ids=["hash-tagged", "other-node"])
 def test_dead_letters_reach_their_stream_wherever_it_lives(
-    topo: LocalTopology, same_slot: bool
+    topo: LocalTopology, same_slot: bool, drain: Callable[..., None]
 ) -> None:
     """`{stream}:dead` shares the stream's slot (one MULTI/EXEC with the XACK); a dead-letter
     stream on the other node takes XADD then XACK, each on its own node."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 
 from streams.sdk import (
     DEAD_LETTER_FIELDS,
@@ -16,14 +17,6 @@ from streams.sdk import (
     aio,
 )
 from topology.local import LocalTopology
-
-
-def _drain(consumer: GroupConsumer, until: float = 20.0, idle_steps: int = 3) -> None:
-    """Run steps until `idle_steps` steps in a row handled nothing (or the deadline)."""
-    deadline = time.monotonic() + until
-    idle = 0
-    while idle < idle_steps and time.monotonic() < deadline:
-        idle = idle + 1 if consumer.run_once() == 0 else 0
 
 
 def test_send_and_send_many_return_the_ids_the_stream_holds(
@@ -45,7 +38,7 @@ def test_producer_maxlen_trims_the_stream(region: LocalTopology, url: str, strea
 
 
 def test_every_entry_is_handled_once_and_acked(
-    region: LocalTopology, url: str, stream: str
+    region: LocalTopology, url: str, stream: str, drain: Callable[..., None]
 ) -> None:
     with Producer(url, stream) as producer:
         ids = producer.send_many([{"n": i} for i in range(100)])
@@ -62,7 +55,7 @@ def test_every_entry_is_handled_once_and_acked(
         metrics=metrics,
         metrics_interval_s=0.0,
     ) as consumer:
-        _drain(consumer)
+        drain(consumer)
     assert handled == ids
     counts = metrics.snapshot()
     assert counts.processed == 100 and counts.failed == 0
@@ -71,7 +64,7 @@ def test_every_entry_is_handled_once_and_acked(
 
 
 def test_a_failing_entry_is_retried_then_dead_lettered_with_its_story(
-    region: LocalTopology, url: str, stream: str
+    region: LocalTopology, url: str, stream: str, drain: Callable[..., None]
 ) -> None:
     with Producer(url, stream) as producer:
         ids = producer.send_many([{"n": i} for i in range(10)])
@@ -100,7 +93,7 @@ def test_a_failing_entry_is_retried_then_dead_lettered_with_its_story(
         dead_letter=dlq,
         metrics=metrics,
     ) as consumer:
-        _drain(consumer)
+        drain(consumer)
     assert attempts[ids[3]] == 3 and attempts[ids[5]] == 2 and attempts[ids[7]] == 1
     assert all(attempts[i] == 1 for n, i in enumerate(ids) if n not in (3, 5))
     dead = region.client(1).xrange(dlq)
@@ -118,7 +111,7 @@ def test_a_failing_entry_is_retried_then_dead_lettered_with_its_story(
 
 
 def test_a_restarted_consumer_handles_its_own_pending_entries_first(
-    region: LocalTopology, url: str, stream: str
+    region: LocalTopology, url: str, stream: str, drain: Callable[..., None]
 ) -> None:
     client = region.client(1)
     with Producer(url, stream) as producer:
@@ -131,12 +124,12 @@ def test_a_restarted_consumer_handles_its_own_pending_entries_first(
     with GroupConsumer(
         url, stream, "g", "c1", lambda i, f: handled.append(i), block_ms=100
     ) as consumer:
-        _drain(consumer)
+        drain(consumer)
     assert handled == old + new
 
 
 def test_entries_of_a_dead_consumer_are_reclaimed_by_a_bounded_sweep(
-    region: LocalTopology, url: str, stream: str
+    region: LocalTopology, url: str, stream: str, drain: Callable[..., None]
 ) -> None:
     client = region.client(1)
     with Producer(url, stream) as producer:
@@ -154,7 +147,7 @@ def test_entries_of_a_dead_consumer_are_reclaimed_by_a_bounded_sweep(
         block_ms=100,
         claim_idle_ms=300,
     ) as consumer:
-        _drain(consumer, idle_steps=8)
+        drain(consumer, idle_steps=8)
     assert sorted(handled) == sorted(ids) and len(handled) == 25
     assert client.xpending(stream, "g")["pending"] == 0
 
