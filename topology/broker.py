@@ -54,10 +54,14 @@ class EmbeddedBroker:
         cmd = [
             tansu_binary(),
             "broker",
-            "--cluster-id", f"streams-{self.name}",
-            "--listener-url", url,
-            "--advertised-listener-url", url,
-            "--storage-engine", "memory://tansu/",
+            "--cluster-id",
+            f"streams-{self.name}",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
         ]
         with open(self._log, "wb") as log:
             self._proc = subprocess.Popen(

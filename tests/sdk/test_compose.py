@@ -92,10 +92,11 @@ def test_compose_file_passes_the_reference_parser_and_matches_the_mm2_topology()
             assert node.resp_port in [int(p["target"]) for p in service.get("ports", [])]
             assert kafka_host in service["depends_on"]
             if len(region.nodes) > 1:
-                # CLUSTER SLOTS and MOVED advertise the bind address: it must resolve, in the
-                # compose network, to this very container.
-                assert node.bind not in WILDCARDS, f"{name} would advertise {node.bind}"
-                assert node.bind in (name, service.get("hostname")), (name, node.bind)
+                # CLUSTER SLOTS and MOVED advertise the announced host (else the bind address):
+                # it must resolve, in the compose network, to this very container.
+                host = node.announced
+                assert host not in WILDCARDS, f"{name} would advertise {host}"
+                assert host in (name, service.get("hostname")), (name, host)
         for other in topology.regions:
             if other is not region:
                 flow = f"{region.alias}->{other.alias}.enabled"
