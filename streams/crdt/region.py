@@ -63,14 +63,38 @@ class Region:
     def issue_all(
         self, bodies: Sequence[ops.Body], now_ms: int
     ) -> tuple[list[ops.Op], list[ops.LocalOp]]:
-        """Issue one command's ops: its replicated ops numbered consecutively and applied, then
-        its local ops (whose ctx therefore covers the replicated ones)."""
-        replicated = [b for b in bodies if ops.is_replicated(b)]
-        prepared = self.prepare_all(replicated, now_ms)
-        for op in prepared:
+        """Issue one command's ops: `number_all`, then `apply_issued`."""
+        replicated, local = self.number_all(bodies, now_ms)
+        self.apply_issued(replicated, local)
+        return replicated, local
+
+    def number_all(
+        self, bodies: Sequence[ops.Body], now_ms: int
+    ) -> tuple[list[ops.Op], list[ops.LocalOp]]:
+        """Number one command's ops without applying them: its replicated ops consecutively
+        (`prepare_all`), then its local ops, whose ctx covers the replicated ones. A caller that
+        must check the ops first (the node encodes them for the log) applies them afterwards
+        with `apply_issued`, before anything else is numbered."""
+        replicated = self.prepare_all([b for b in bodies if ops.is_replicated(b)], now_ms)
+        local_bodies = [b for b in bodies if ops.is_local(b)]
+        if not local_bodies:
+            return replicated, []
+        applied = dict(self.causal.applied)
+        if replicated:
+            applied[self.id] = replicated[-1].seq
+        ctx = tuple(sorted((r, s) for r, s in applied.items() if s > 0))
+        local = [
+            ops.LocalOp(self.id, self.local_seq + i, now_ms, body, ctx)
+            for i, body in enumerate(local_bodies, start=1)
+        ]
+        return replicated, local
+
+    def apply_issued(self, replicated: Sequence[ops.Op], local: Sequence[ops.LocalOp]) -> None:
+        """Apply what `number_all` numbered, in order."""
+        for op in replicated:
             self.commit(op)
-        local = [self.issue_local(b, now_ms) for b in bodies if ops.is_local(b)]
-        return prepared, local
+        for record in local:
+            self.apply_local(record)
 
     def issue(self, body: ops.ReplicatedBody, now_ms: int) -> ops.Op:
         op = self.prepare(body, now_ms)
@@ -78,10 +102,7 @@ class Region:
         return op
 
     def issue_local(self, body: ops.LocalBody, now_ms: int) -> ops.LocalOp:
-        self.local_seq += 1
-        ctx = tuple(sorted((r, s) for r, s in self.causal.applied.items() if s > 0))
-        record = ops.LocalOp(self.id, self.local_seq, now_ms, body, ctx)
-        self.apply_local(record)
+        _replicated, (record,) = self.issue_all([body], now_ms)
         return record
 
     def apply_local(self, record: ops.LocalOp) -> None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from streams.crdt import ops
 from streams.node.oplog import ReaderSpec, Snapshot
 from streams.node.writer import WriterError
+from streams.ops.codec import Sealed
 
 
 class MemoryWriter:
@@ -22,12 +22,14 @@ class MemoryWriter:
         self.fenced = False
         self.fail_next = 0
         self.next_offsets: dict[str, int] = {}
-        self.appends: list[tuple[list[ops.Op], list[ops.LocalOp]]] = []
+        self.appends: list[tuple[list[Sealed], list[Sealed]]] = []
+        """Every batch appended: its replicated and local records (`streams.ops.codec.decode`
+        reads them back)."""
 
     def start(self) -> None:
         pass
 
-    async def append(self, replicated: Sequence[ops.Op], local: Sequence[ops.LocalOp]) -> None:
+    async def append(self, replicated: Sequence[Sealed], local: Sequence[Sealed]) -> None:
         if self.fail_next > 0:
             self.fail_next -= 1
             raise WriterError("the op log did not acknowledge the write: injected fault")

@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from streams.crdt import ops
 from streams.crdt.region import Region
 from streams.node.materializer import Batch
+from streams.ops.codec import Sealed
 from streams.snapshot import Positions
 
 
@@ -31,7 +31,10 @@ class Writer(Protocol):
 
     def start(self) -> None: ...
 
-    async def append(self, replicated: Sequence[ops.Op], local: Sequence[ops.LocalOp]) -> None: ...
+    async def append(self, replicated: Sequence[Sealed], local: Sequence[Sealed]) -> None:
+        """Append one batch (encoded ops for the replicated and the local log) in one
+        transaction; raises `streams.node.writer.WriterError` when it did not commit."""
+        ...
 
     def close(self) -> None: ...
 

@@ -7,8 +7,10 @@ Everything that changes the state goes through here, on the event loop:
   up (`go_live`) the gates are lifted and the same fold goes on applying the other regions' ops as
   they arrive (and, on a fenced node, its own local ops written by the writer that took over, each
   once its ctx is covered);
-- the ops of the commands this node runs (`issue`): numbered and applied at once
-  (`Region.issue_all`), then logged by the write path.
+- the ops of the commands this node runs (`prepare` then `apply`): numbered and encoded for the
+  log (`Region.number_all`, `streams.ops.codec.seal`: an op that cannot be encoded refuses its
+  command before anything is applied), applied at once (`Region.apply_issued`), then logged by
+  the write path.
 
 Blocked readers of every key an applied op touched are woken, whichever way it came.
 """
@@ -16,6 +18,7 @@ Blocked readers of every key an applied op touched are woken, whichever way it c
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from streams.commands.base import Context
 from streams.crdt import ops
@@ -24,8 +27,22 @@ from streams.crdt.region import Region
 from streams.ids import IdMode
 from streams.node.materializer import Decoded
 from streams.node.waiters import Waiters
+from streams.ops.codec import Sealed, seal
 
 Positions = dict[Partition, int]
+
+
+@dataclass(frozen=True)
+class Issued:
+    """One command's ops, numbered, and as the writer appends them."""
+
+    replicated: list[ops.Op]
+    local: list[ops.LocalOp]
+    records: list[Sealed]
+    local_records: list[Sealed]
+
+    def __bool__(self) -> bool:
+        return bool(self.replicated or self.local)
 
 
 class Replica:
@@ -87,20 +104,25 @@ class Replica:
         region = self.region
         return Context(region.state, region.id, region.mode, now_ms, region.vector, names)
 
-    def issue(
-        self, bodies: Sequence[ops.Body], now_ms: int
-    ) -> tuple[list[ops.Op], list[ops.LocalOp]]:
-        """Number and apply one command's ops (the caller logs them)."""
-        issued = self.region.issue_all(bodies, now_ms)
-        self.waiters.wake(body.key for body in bodies)
-        return issued
+    def prepare(self, bodies: Sequence[ops.Body], now_ms: int) -> Issued:
+        """Number one command's ops and encode them for the log, applying nothing; raises
+        EncodeError. `apply` must follow before anything else is numbered."""
+        replicated, local = self.region.number_all(bodies, now_ms)
+        return Issued(replicated, local, [seal(op) for op in replicated], [seal(r) for r in local])
+
+    def apply(self, issued: Issued) -> None:
+        """Apply what `prepare` numbered (the caller logs it)."""
+        self.region.apply_issued(issued.replicated, issued.local)
+        self.waiters.wake(op.body.key for op in issued.replicated)
+        self.waiters.wake(record.body.key for record in issued.local)
 
     def committed(self, replicated: Iterable[ops.Op]) -> None:
         """Ops of this region's own made it to the log (CRDT.INFO's time of the last op)."""
         for op in replicated:
             self.last_ts[op.origin] = op.ts_ms
 
-    def ack_effects(self, now_ms: int) -> list[ops.Op]:
+    def ack_effects(self, now_ms: int) -> Issued:
         """The consecutive-XACK effects held back for coalescing, issued now."""
-        replicated, _local = self.region.issue_all(self.region.ack_effects(), now_ms)
-        return replicated
+        issued = self.prepare(self.region.ack_effects(), now_ms)
+        self.region.apply_issued(issued.replicated, issued.local)
+        return issued

@@ -26,7 +26,7 @@ from streams.ids import IdMode
 from streams.node.clock import NodeClock
 from streams.node.loader import DEFAULT_CATCH_UP_TIMEOUT_S, Loader
 from streams.node.oplog import OpLog
-from streams.node.replica import Replica
+from streams.node.replica import Issued, Replica
 from streams.node.snapshotter import Pause, SnapshotPolicy, Snapshotter
 from streams.node.tasks import Tasks
 from streams.node.waiters import Waiters
@@ -134,11 +134,15 @@ class Shard:
 
     # --- writing --------------------------------------------------------------------------------
 
-    def issue(self, bodies: list[ops.Body], now_ms: int) -> None:
-        """Apply one command's ops now and put them in the open batch (the caller checked
+    def prepare(self, bodies: list[ops.Body], now_ms: int) -> Issued:
+        """Number and encode one command's ops (raises EncodeError); `issue` applies them."""
+        return self.replica.prepare(bodies, now_ms)
+
+    def issue(self, issued: Issued) -> None:
+        """Apply prepared ops now and put them in the open batch (the caller checked
         `write_refusal` when they include replicated ops and holds the reply)."""
-        replicated, local = self.replica.issue(bodies, now_ms)
-        self.writepath.add(replicated, local)
+        self.replica.apply(issued)
+        self.writepath.add(issued)
 
     def pending(self) -> Outcome | None:
         return self.writepath.pending()
@@ -147,10 +151,10 @@ class Shard:
         """Issue the consecutive-XACK effects held back for coalescing into the open batch."""
         if self.write_refusal() is not None:
             return 0
-        prepared = self.replica.ack_effects(self.setup.clock.now_ms())
-        if prepared:
-            self.writepath.add(prepared, [])
-        return len(prepared)
+        issued = self.replica.ack_effects(self.setup.clock.now_ms())
+        if issued:
+            self.writepath.add(issued)
+        return len(issued.replicated)
 
     def _committed(self, batch: WriteBatch) -> None:
         self.replica.committed(batch.replicated)

@@ -28,10 +28,12 @@ from streams.crdt.keyspace import Sharded
 from streams.errors import CommandError
 from streams.node.clock import NodeClock
 from streams.node.dispatch import Ran
+from streams.node.replica import Issued
 from streams.node.shard import Shard
 from streams.node.snapshotter import Pause
 from streams.node.waiters import Waiters
 from streams.node.writepath import Outcome
+from streams.ops.codec import EncodeError
 from streams.reply import Reply
 from streams.resp.server import Held
 
@@ -126,20 +128,28 @@ class ShardSet:
         return total
 
     def _issue(self, effects: list[ops.Body], now_ms: int) -> CommandError | None:
-        """Issue a command's ops on their shards, or refuse them all."""
+        """Issue a command's ops on their shards, or refuse them all (a shard refusing writes,
+        an op that cannot be encoded): every shard's part is numbered and encoded before any is
+        applied."""
         if len(self.shards) == 1:
             by_shard = {self.shards[0].index: effects}
         else:
             by_shard = {}
             for body in effects:
                 by_shard.setdefault(self.shard_of(body.key), []).append(body)
+        prepared: list[tuple[Shard, Issued]] = []
         for index, bodies in by_shard.items():
+            shard = self.by_index[index]
             if any(ops.is_replicated(b) for b in bodies):
-                refused = self.by_index[index].write_refusal()
+                refused = shard.write_refusal()
                 if refused is not None:
                     return refused
-        for index, bodies in by_shard.items():
-            self.by_index[index].issue(bodies, now_ms)
+            try:
+                prepared.append((shard, shard.prepare(bodies, now_ms)))
+            except EncodeError as exc:
+                return CommandError(f"ERR the write cannot be logged, nothing was applied: {exc}")
+        for shard, issued in prepared:
+            shard.issue(issued)
         return None
 
 

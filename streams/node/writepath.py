@@ -34,7 +34,9 @@ from dataclasses import dataclass, field
 from streams.crdt import ops
 from streams.errors import CommandError
 from streams.node.oplog import Writer
+from streams.node.replica import Issued
 from streams.node.writer import WriterError
+from streams.ops.codec import Sealed
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,9 @@ Outcome = asyncio.Future[CommandError | None]
 class WriteBatch:
     replicated: list[ops.Op] = field(default_factory=list)
     local: list[ops.LocalOp] = field(default_factory=list)
+    records: list[Sealed] = field(default_factory=list)
+    """`replicated` as the writer appends them (encoded when issued)."""
+    local_records: list[Sealed] = field(default_factory=list)
     outcome: Outcome = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
     def __len__(self) -> int:
@@ -85,14 +90,16 @@ class WritePath:
                 pass
             self._task = None
 
-    def add(self, replicated: list[ops.Op], local: list[ops.LocalOp]) -> Outcome:
+    def add(self, issued: Issued) -> Outcome:
         """Put one command's ops (already applied to the state) into the open batch; the
         returned outcome resolves when that batch is committed (or failed)."""
         batch = self._open
         if batch is None:
             batch = self._open = WriteBatch()
-        batch.replicated.extend(replicated)
-        batch.local.extend(local)
+        batch.replicated.extend(issued.replicated)
+        batch.local.extend(issued.local)
+        batch.records.extend(issued.records)
+        batch.local_records.extend(issued.local_records)
         self._ready.set()
         return batch.outcome
 
@@ -120,7 +127,7 @@ class WritePath:
                 continue
             self._in_flight = batch
             try:
-                await self.writer.append(batch.replicated, batch.local)
+                await self.writer.append(batch.records, batch.local_records)
             except WriterError as exc:
                 self._fail(batch, exc)
                 continue

@@ -21,8 +21,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from streams.crdt import ops
-from streams.ops.codec import encode, headers
+from streams.ops.codec import Sealed
 from topology import kafka
 
 log = logging.getLogger(__name__)
@@ -96,13 +95,16 @@ class RegionWriter:
         except KafkaException as exc:
             raise WriterError(f"cannot start the writer of {self.name}: {exc}") from exc
 
-    async def append(self, replicated: Sequence[ops.Op], local: Sequence[ops.LocalOp]) -> None:
+    async def append(self, replicated: Sequence[Sealed], local: Sequence[Sealed]) -> None:
+        """Append one batch in one transaction. The ops were encoded when they were issued
+        (`streams.ops.codec.seal`), so this thread runs little Python and holds the GIL little:
+        it competes with the event loop for it."""
         if not replicated and not local:
             return
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._thread, self._append_sync, replicated, local)
 
-    def _append_sync(self, replicated: Sequence[ops.Op], local: Sequence[ops.LocalOp]) -> None:
+    def _append_sync(self, replicated: Sequence[Sealed], local: Sequence[Sealed]) -> None:
         if self.fenced:
             raise WriterFenced(self._fenced_text())
         if self._renew_needed:
@@ -110,26 +112,17 @@ class RegionWriter:
         producer = self._producer
         try:
             producer.begin_transaction()
-            last = len(replicated) - 1
-            for i, op in enumerate(replicated):
-                producer.produce(
-                    self.oplog_topic,
-                    partition=self.partition,
-                    key=op.body.key,
-                    value=encode(op),
-                    headers=headers(op),
-                    on_delivery=self._delivered if i == last else None,
-                )
-            last = len(local) - 1
-            for i, record in enumerate(local):
-                producer.produce(
-                    self.local_topic,
-                    partition=self.partition,
-                    key=record.body.key,
-                    value=encode(record),
-                    headers=headers(record),
-                    on_delivery=self._delivered if i == last else None,
-                )
+            for topic, records in ((self.oplog_topic, replicated), (self.local_topic, local)):
+                last = len(records) - 1
+                for i, record in enumerate(records):
+                    producer.produce(
+                        topic,
+                        partition=self.partition,
+                        key=record.key,
+                        value=record.value,
+                        headers=record.headers,
+                        on_delivery=self._delivered if i == last else None,
+                    )
             if self.fail_next > 0:
                 self.fail_next -= 1
                 self._abort()

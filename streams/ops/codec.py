@@ -24,6 +24,7 @@ import dataclasses
 import io
 import json
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any, cast
 
@@ -55,6 +56,7 @@ __all__ = [
     "MARKER",
     "SCHEMA_FINGERPRINT",
     "Datum",
+    "Sealed",
     "Record",
     "Schema",
     "decode",
@@ -64,6 +66,7 @@ __all__ = [
     "headers",
     "known_schemas",
     "load_schema",
+    "seal",
     "to_datum",
 ]
 
@@ -426,3 +429,18 @@ def headers(record: Record) -> KafkaHeaders:
         ("kind", kind),
         ("type", type(record.body).__name__.encode("ascii")),
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class Sealed:
+    """An op as the writer appends it: Kafka key (the stream key), value (`encode`), headers."""
+
+    key: bytes
+    value: bytes
+    headers: KafkaHeaders
+
+
+def seal(record: Record) -> Sealed:
+    """Encode an op for the log; raises EncodeError when it cannot be, so the node refuses the
+    command that made it before applying it, instead of failing a whole batch later."""
+    return Sealed(record.body.key, encode(record), headers(record))

@@ -20,6 +20,7 @@ from streams.node.auth import AuthConfig
 from streams.node.clients import QUEUED, Clients
 from streams.node.memory import MemoryLog
 from streams.node.node import NodeOptions, RegionNode
+from streams.ops.codec import decode
 from streams.reply import Reply
 from streams.resp.encode import encode
 from streams.resp.server import Held, Session
@@ -59,7 +60,13 @@ def appends(node: RegionNode) -> list[list[ops.Op]]:
     """The replicated ops of each batch the node appended to its (in-memory) log."""
     log = node.log
     assert isinstance(log, MemoryLog)
-    return [replicated for replicated, _local in log.writers[0].appends if replicated]
+    batches = [replicated for replicated, _local in log.writers[0].appends if replicated]
+    return [[_op(decode(record.value)) for record in batch] for batch in batches]
+
+
+def _op(record: ops.Op | ops.LocalOp) -> ops.Op:
+    assert isinstance(record, ops.Op)
+    return record
 
 
 def run(node: RegionNode, coro: Coroutine[Any, Any, T]) -> T:
@@ -575,3 +582,29 @@ def test_config_set_stream_node_limits_shape_new_nodes() -> None:
         )
     finally:
         set_node_limits(max_bytes=saved[0], max_entries=saved[1])
+
+
+def test_a_write_that_cannot_be_encoded_is_refused_alone_and_applies_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ops are encoded for the log when issued, before they are applied: one that cannot be
+    encoded refuses its own command (no batch of other clients fails, no reload)."""
+    import streams.node.replica as replica_module
+    from streams.ops.codec import EncodeError, seal
+
+    def picky(record: ops.Op | ops.LocalOp) -> object:
+        if record.body.key == b"bad":
+            raise EncodeError("value out of range")
+        return seal(record)
+
+    monkeypatch.setattr(replica_module, "seal", picky)
+    node = make_node()
+    c = Client(node)
+    assert c.call("XADD", "good", "*", "f", "v").startswith(b"$")
+    assert c.call("XADD", "bad", "*", "f", "v") == (
+        b"-ERR the write cannot be logged, nothing was applied: value out of range\r\n"
+    )
+    assert c.call("EXISTS", "bad") == b":0\r\n"
+    assert c.call("XADD", "good", "*", "f", "v").startswith(b"$")
+    assert c.call("XLEN", "good") == b":2\r\n"
+    assert len(appends(node)) == 2 and node.shards.shards[0].loading is None
