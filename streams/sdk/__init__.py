@@ -23,7 +23,8 @@ from typing import Any, Self
 
 from streams.sdk import aio
 from streams.sdk.checkpoint import CheckpointHandler, CheckpointStore, CheckpointTx, SQLiteStore
-from streams.sdk.consumer import DEAD_LETTER_FIELDS, Handler
+from streams.sdk.consumer import Handler
+from streams.sdk.deadletter import DEAD_LETTER_FIELDS
 from streams.sdk.endpoints import Endpoints
 from streams.sdk.errors import DeadLetter, NoHealthyEndpoint, Retry, SdkError, is_transient
 from streams.sdk.metrics import CountingMetrics, Metrics

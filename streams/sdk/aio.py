@@ -10,7 +10,8 @@ thread, so a slow one does not stop lease renewal).
 """
 
 from streams.sdk.checkpoint import CheckpointConsumer, CheckpointStore, SQLiteStore
-from streams.sdk.consumer import DEAD_LETTER_FIELDS, GroupConsumer, Handler
+from streams.sdk.consumer import GroupConsumer, Handler
+from streams.sdk.deadletter import DEAD_LETTER_FIELDS
 from streams.sdk.errors import DeadLetter, NoHealthyEndpoint, Retry, SdkError, is_transient
 from streams.sdk.metrics import CountingMetrics, Metrics
 from streams.sdk.producer import IDK_FIELD, Producer

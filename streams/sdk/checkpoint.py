@@ -25,7 +25,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Protocol
 
-from streams.sdk.consumer import parse_fields
+from streams.sdk.deadletter import parse_fields
 from streams.sdk.endpoints import Endpoint, Endpoints, EndpointSet
 from streams.sdk.errors import SdkError, is_transient
 from streams.sdk.producer import IDK_FIELD

@@ -30,7 +30,7 @@ handler sees (at-least-once).
 Sharded regions: every command about the stream goes to the node serving its slot, found by
 following MOVED from the node named (`streams.sdk.endpoints`); when that node fails, the region
 fails as a whole for this consumer and it moves on as above. The dead-letter stream may live on
-another node: see `_move_to_dead_letter`.
+another node: see `streams.sdk.deadletter`.
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import redis.asyncio as aredis
 import redis.exceptions
 
-from streams.sdk.endpoints import Endpoint, Endpoints, EndpointSet, slot_of
+from streams.sdk.deadletter import DeadLetters, parse_fields
+from streams.sdk.endpoints import Endpoint, Endpoints, EndpointSet
 from streams.sdk.errors import DeadLetter, Retry, SdkError, is_transient
 from streams.sdk.lru import BoundedSet
 from streams.sdk.metrics import Metrics
@@ -56,23 +56,6 @@ log = logging.getLogger("streams.sdk.consumer")
 
 Handler = Callable[[str, dict[bytes, bytes]], Awaitable[None] | None]
 """`handler(entry_id, fields)`: return to ack; raise to fail (see streams.sdk.errors)."""
-
-DEAD_LETTER_FIELDS = (
-    "_dl_id",
-    "_dl_stream",
-    "_dl_group",
-    "_dl_consumer",
-    "_dl_error",
-    "_dl_attempts",
-    "_dl_region",
-)
-"""Fields added to the original entry's fields in the dead-letter stream."""
-
-
-def parse_fields(flat: list[bytes] | None) -> dict[bytes, bytes]:
-    if not flat:
-        return {}
-    return {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
 
 
 def _text(value: Any) -> str:
@@ -130,6 +113,7 @@ class GroupConsumer:
         self.claim_idle_ms = claim_idle_ms
         self.max_deliveries = max_deliveries
         self.dead_letter = dead_letter
+        self._dead_letters = DeadLetters(self.endpoints, stream, group, consumer, dead_letter)
         self.retry_ms = retry_ms
         self.start_id = start_id
         self.metrics = metrics or Metrics()
@@ -504,59 +488,7 @@ class GroupConsumer:
         attempts: int,
         error: str,
     ) -> None:
-        if fields is None:
-            found = await ep.cmd(self.stream, "XRANGE", self.stream, entry_id, entry_id)
-            if not found:  # deleted meanwhile: nothing to keep
-                await self._ack(ep, entry_id)
-                return
-            fields = parse_fields(found[0][1])
-        if self.dead_letter is None:
-            log.error(
-                "dropping %s after %d deliveries (no dead_letter stream): %s",
-                entry_id,
-                attempts,
-                error,
-            )
-            await self._ack(ep, entry_id)
-        else:
-            region = await self.endpoints.region_of(ep, self.stream)
-            meta = (entry_id, self.stream, self.group, self.consumer, error, str(attempts), region)
-            flat: list[bytes | str] = []
-            for name, value in fields.items():
-                flat += [name, value]
-            for meta_name, text in zip(DEAD_LETTER_FIELDS, meta, strict=True):
-                flat += [meta_name, text]
-            await self._move_to_dead_letter(ep, self.dead_letter, flat, entry_id)
-            log.warning(
-                "dead-lettered %s after %d deliveries to %s: %s",
-                entry_id,
-                attempts,
-                self.dead_letter,
-                error,
-            )
+        await self._dead_letters.move(ep, entry_id, fields, attempts, error)
         self._not_before.pop(entry_id, None)
         self._errors.pop(entry_id, None)
         self.metrics.dead_lettered(entry_id, attempts, error)
-
-    async def _move_to_dead_letter(
-        self, ep: Endpoint, dead_letter: str, flat: list[bytes | str], entry_id: str
-    ) -> None:
-        """XADD to the dead-letter stream, then XACK: in one MULTI/EXEC when both streams hash to
-        one slot (a sharded region refuses a transaction across slots with CROSSSLOT, and the
-        two streams may live on two nodes), else one after the other: a failure between the
-        two leaves the entry pending, so it is dead-lettered again later (a duplicate dead
-        letter, never a lost entry)."""
-        add = ("XADD", dead_letter, "*", *flat)
-        ack = ("XACK", self.stream, self.group, entry_id)
-        if slot_of(dead_letter) != slot_of(self.stream):
-            await ep.cmd(dead_letter, *add)
-            await ep.cmd(self.stream, *ack)
-            return
-
-        async def both(client: aredis.Redis) -> None:
-            pipe = client.pipeline(transaction=True)
-            pipe.execute_command(*add)
-            pipe.execute_command(*ack)
-            await pipe.execute()
-
-        await ep.call(self.stream, both)

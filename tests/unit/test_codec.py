@@ -44,6 +44,7 @@ from streams.ops.codec import (
     DEFAULT_CODEC,
     MARKER,
     SCHEMA_FINGERPRINT,
+    XADD_FAST_PATH_FINGERPRINT,
     Codec,
     DecodeError,
     EncodeError,
@@ -51,6 +52,7 @@ from streams.ops.codec import (
     encode,
     headers,
     load_schema,
+    to_datum,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -491,3 +493,53 @@ def test_schema_files_are_valid_json_records() -> None:
     for path in [*_versions(), PACKAGE_SCHEMAS.parent / "oplog.avsc", DATA / "oplog_v2.avsc"]:
         schema = json.loads(path.read_text())
         assert schema["type"] == "record" and schema["namespace"] == "streams.ops"
+
+
+# --- the XAdd fast path --------------------------------------------------------------------------
+
+_u64 = st.integers(0, 2**64 - 1)
+_long = st.integers(-(2**63), 2**63 - 1)
+_xadd_ops = st.builds(
+    Op,
+    origin=st.integers(1, 255),
+    seq=st.one_of(st.integers(1, 10**6), st.integers(1, 2**63 - 1)),
+    ctx=st.lists(st.tuples(st.integers(1, 255), _long), max_size=4).map(tuple),
+    ts_ms=_long,
+    body=st.builds(
+        XAdd,
+        key=st.binary(max_size=40),
+        id=st.tuples(_u64, _u64),
+        fields=st.lists(st.binary(max_size=20), min_size=0, max_size=8).map(tuple),
+    ),
+)
+
+
+def test_the_xadd_fast_path_is_on_for_the_current_schema() -> None:
+    """If this fails, the current schema changed: check `_xadd_payload` against it and update
+    XADD_FAST_PATH_FINGERPRINT (until then XAdds are written by fastavro, correctly, slower)."""
+    assert DEFAULT_CODEC.fingerprint.hex() == XADD_FAST_PATH_FINGERPRINT
+
+
+@given(_xadd_ops)
+def test_the_xadd_fast_path_writes_what_fastavro_writes(op: Op) -> None:
+    fast = DEFAULT_CODEC.encode(op)
+    slow = DEFAULT_CODEC.encode_datum(to_datum(op))
+    assert fast == slow
+    assert decode(fast) == op
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        Op(1, 2**63, (), 0, XAdd(b"k", (1, 1), (b"f", b"v"))),
+        Op(1, 1, ((2, 2**63),), 0, XAdd(b"k", (1, 1), (b"f", b"v"))),
+        Op(1, 1, (), 0, XAdd(b"k", (2**64, 1), (b"f", b"v"))),
+        Op(1, 1, (), -(2**63) - 1, XAdd(b"k", (1, 1), (b"f", b"v"))),
+        Op(1, 1, (), 0, XAdd("k", (1, 1), (b"f", b"v"))),  # type: ignore[arg-type]
+    ],
+)
+def test_the_xadd_fast_path_refuses_what_fastavro_refuses(op: Op) -> None:
+    with pytest.raises(EncodeError):
+        DEFAULT_CODEC.encode(op)
+    with pytest.raises(EncodeError):
+        DEFAULT_CODEC.encode_datum(to_datum(op))
