@@ -17,7 +17,7 @@ from streams.numbers import string2ll
 from streams.reply import Reply
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Context:
     """What a command may read: the region's materialized state (one shard's `State`, or several
     shards' seen as one: `streams.crdt.keyspace`), who it is, and the time.
@@ -29,8 +29,6 @@ class Context:
     region: int
     mode: IdMode
     now_ms: int
-    vector: dict[int, int] = field(default_factory=dict)
-    region_names: dict[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

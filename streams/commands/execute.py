@@ -24,7 +24,7 @@ class Executed:
 
 
 def context(region: Region, now_ms: int) -> Context:
-    return Context(region.state, region.id, region.mode, now_ms, region.vector)
+    return Context(region.state, region.id, region.mode, now_ms)
 
 
 def run(region: Region, args: list[bytes], now_ms: int) -> Executed:

@@ -17,8 +17,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from streams import errors
 from streams.commands.base import BlockRequest, Command
@@ -35,8 +34,7 @@ log = logging.getLogger(__name__)
 Builtin = Callable[[Client, list[bytes]], Awaitable[Reply]]
 
 
-@dataclass(frozen=True)
-class Ran:
+class Ran(NamedTuple):
     """A stream command's reply, whether it asks to block, and the shards it read or wrote (None:
     possibly all of them)."""
 

@@ -18,7 +18,7 @@ Blocked readers of every key an applied op touched are woken, whichever way it c
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from streams.commands.base import Context
 from streams.crdt import ops
@@ -32,17 +32,13 @@ from streams.ops.codec import Sealed, seal
 Positions = dict[Partition, int]
 
 
-@dataclass(frozen=True)
-class Issued:
+class Issued(NamedTuple):
     """One command's ops, numbered, and as the writer appends them."""
 
     replicated: list[ops.Op]
     local: list[ops.LocalOp]
     records: list[Sealed]
     local_records: list[Sealed]
-
-    def __bool__(self) -> bool:
-        return bool(self.replicated or self.local)
 
 
 class Replica:
@@ -100,9 +96,9 @@ class Replica:
 
     # --- this node's commands ------------------------------------------------------------------
 
-    def context(self, now_ms: int, names: dict[int, str]) -> Context:
+    def context(self, now_ms: int) -> Context:
         region = self.region
-        return Context(region.state, region.id, region.mode, now_ms, region.vector, names)
+        return Context(region.state, region.id, region.mode, now_ms)
 
     def prepare(self, bodies: Sequence[ops.Body], now_ms: int) -> Issued:
         """Number one command's ops and encode them for the log, applying nothing; raises

@@ -152,7 +152,7 @@ class Shard:
         if self.write_refusal() is not None:
             return 0
         issued = self.replica.ack_effects(self.setup.clock.now_ms())
-        if issued:
+        if issued.replicated:
             self.writepath.add(issued)
         return len(issued.replicated)
 

@@ -108,15 +108,13 @@ class ShardSet:
         """What a command reads: one shard's state, or several shards' as one."""
         now = self.clock.now_ms()
         if len(shards) == 1:
-            return shards[0].replica.context(now, self.names)
+            return shards[0].replica.context(now)
         first = shards[0].replica.region
         return Context(
             Sharded({s.index: s.replica.region.state for s in shards}, self.shard_of),
             first.id,
             first.mode,
             now,
-            self.vector(shards),
-            self.names,
         )
 
     def vector(self, shards: Sequence[Shard] | None = None) -> dict[int, int]:

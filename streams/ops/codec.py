@@ -24,9 +24,8 @@ import dataclasses
 import io
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from importlib import resources
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import fastavro
 from fastavro.schema import fingerprint as _avro_fingerprint
@@ -502,8 +501,7 @@ def headers(record: Record) -> KafkaHeaders:
     ]
 
 
-@dataclass(frozen=True, slots=True)
-class Sealed:
+class Sealed(NamedTuple):
     """An op as the writer appends it: Kafka key (the stream key), value (`encode`), headers."""
 
     key: bytes

@@ -166,14 +166,7 @@ class ReplayBackend:
             return Ran(CommandError(READONLY))
         view = self.view
         result = view.result
-        ctx = Context(
-            view.keyspace,
-            result.region_id,
-            result.mode,
-            view.clock_ms,
-            result.vector(),
-            result.names,
-        )
+        ctx = Context(view.keyspace, result.region_id, result.mode, view.clock_ms)
         out = run(cmd, ctx, args)
         if out.ops:
             return Ran(CommandError(READONLY))

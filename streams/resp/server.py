@@ -27,6 +27,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from streams.errors import CommandError
 from streams.reply import Reply
@@ -59,8 +60,7 @@ class Session:
     """Resolved when the client disconnects: a blocked command waits on it too."""
 
 
-@dataclass(frozen=True, slots=True)
-class Held:
+class Held(NamedTuple):
     """A reply that must not be sent before `until` resolves: to None (send `reply`) or to an
     error that replaces it (the batch holding the command's ops failed)."""
 

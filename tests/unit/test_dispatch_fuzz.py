@@ -111,7 +111,7 @@ def populated(mode: IdMode) -> SimulatedRegions:
 
 
 def check(region: Region, other: Region, args: list[bytes]) -> None:
-    ctx = Context(region.state, region.id, region.mode, NOW_MS + 10, region.vector)
+    ctx = Context(region.state, region.id, region.mode, NOW_MS + 10)
     result = dispatch(ctx, args)  # raises only on a handler bug
     encode(result.reply, 2)
     encode(result.reply, 3)
