@@ -290,6 +290,10 @@ class ReadToEnd:
       waits, is a `PacedConsumer` instead.
     - `follow`: an EOF only moves the position; reading ends when the caller `finish`es every
       partition.
+    - `growing`: others append to the partitions while they are read (another region's log, a
+      source a mirror verifies): a partition also ends once reading passed the first end the
+      broker reported (`ends` then holds the position reached), since a log written steadily
+      may never give the empty fetch librdkafka needs to report an EOF.
     - `finish(part)`: the caller has what it wants of `part`; its later records are dropped.
     Finished partitions are unassigned while others are still read.
     """
@@ -307,6 +311,7 @@ class ReadToEnd:
         on_error: Callable[[Msg], None] | None = None,
         after_batch: Callable[[Consumer, list[Msg]], Consumer] | None = None,
         follow: bool = False,
+        growing: bool = False,
         timeout_error: Callable[[str], BaseException] = EndNotReached,
     ) -> None:
         self.consumer = consumer
@@ -319,10 +324,11 @@ class ReadToEnd:
         self.on_error = on_error
         self.after_batch = after_batch
         self.follow = follow
+        self.growing = growing
         self.timeout_error = timeout_error
         self.tracker = EndTracker()
         for part, start in self.starts.items():
-            self.tracker.assign(part, start)
+            self.tracker.assign(part, start, growing=growing)
         self.ends: dict[Partition, int] = {}
         """Where the last EOF was reported, per partition that reported one."""
         self._open = set(self.starts)
@@ -359,6 +365,8 @@ class ReadToEnd:
                     self.on_error(msg)
                 else:
                     raise KafkaException(err)
+            if self.growing and not self.follow:
+                self._finish_grown(consumer)
             if self.after_batch is not None:
                 consumer = self.after_batch(consumer, batch)
             if self._finished and self._open:
@@ -375,6 +383,16 @@ class ReadToEnd:
                 raise self._timed_out(
                     consumer, f"no data nor end for {format_seconds(self.stall_timeout)}"
                 )
+
+    def _finish_grown(self, consumer: Consumer) -> None:
+        """Finish the growing partitions that reading took past the first end reported."""
+        for part in list(self._open):
+            _low, high = consumer.get_watermark_offsets(TopicPartition(*part), cached=True)
+            self.tracker.on_high_watermark(part, high)
+            state = self.tracker.partitions[part]
+            if state.reached_end:
+                self.ends[part] = state.position
+                self.finish(part)
 
     def _timed_out(self, consumer: Consumer, why: str) -> BaseException:
         for part in self._open:

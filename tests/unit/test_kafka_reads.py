@@ -195,6 +195,30 @@ def test_an_empty_partition_ends_at_its_eof_and_the_start_offset_is_assigned() -
     assert consumer.calls[0] == ("assign", [("a", 7)])
 
 
+def test_a_growing_log_ends_once_read_past_the_first_end_reported_without_an_eof() -> None:
+    """A log its region writes steadily may never report an EOF; read as `growing`, it ends at
+    the first high watermark reported (here 3), its later records not handed out; read as not
+    growing, the same script never ends."""
+    script = [[rec("a", 0)], [rec("a", 1)], [rec("a", 2)], [rec("a", 3)], [rec("a", 4)]]
+    reading = ReadToEnd(
+        ScriptedConsumer(script, high=3),  # type: ignore[arg-type]
+        {("a", 0): 0},
+        timeout=5,
+        wait_s=0.01,
+        growing=True,
+    )
+    assert offsets(list(reading)) == [("a", 0), ("a", 1), ("a", 2)]
+    assert reading.ends == {("a", 0): 3}
+    endless = ReadToEnd(
+        ScriptedConsumer(script, high=3),  # type: ignore[arg-type]
+        {("a", 0): 0},
+        timeout=0.2,
+        wait_s=0.01,
+    )
+    with pytest.raises(EndNotReached):
+        list(endless)
+
+
 def test_the_timeout_names_every_partitions_position_and_known_end() -> None:
     consumer = ScriptedConsumer([[rec("a", 0), rec("a", 2), eof("b", 3)]], high=40)
     reading = ReadToEnd(

@@ -49,8 +49,10 @@ def _read(
     starts: Mapping[int, int],
     deadline: Deadline,
     doing: str,
+    growing: bool = False,
 ) -> ReadToEnd:
-    """Data records of `topic` from `starts` (partition -> offset) up to each one's EOF."""
+    """Data records of `topic` from `starts` (partition -> offset) up to each one's EOF (or, for
+    a `growing` log, at least up to the end first reported)."""
     route = clients.route
     return ReadToEnd(
         consumer,
@@ -60,6 +62,7 @@ def _read(
         wait_s=route.poll_timeout,
         max_records=route.batch_size,
         on_error=clients.consumer_event,
+        growing=growing,
         timeout_error=MirrorTimeout,
     )
 
@@ -145,7 +148,11 @@ def _verify_sources(
         # Find the true ends first: Tansu answers a fetch beyond the log end with silence (no
         # OFFSET_OUT_OF_RANGE), so positioning at a vanished offset would just hang.
         tails = {p: max(bounds[p][0], bounds[p][1] - 1) for p in wanted}
-        ends = _read(clients, consumer, topic, tails, deadline, "finding the source's end")
+        # The source's region may write steadily meanwhile: its log has no EOF to wait for,
+        # and the end first reported is past every record a copy can come from.
+        ends = _read(
+            clients, consumer, topic, tails, deadline, "finding the source's end", growing=True
+        )
         for _message in ends:
             pass
         problems = {
