@@ -41,6 +41,7 @@ MASKED = re.compile(
 )
 MASKED_EQ = re.compile(rb"\b(age|idle|id|addr|laddr)=[^ \r\n]*")
 INFO_LENGTH = re.compile(rb"\$\d+(\r\n# )")
+CONFIG_DIR = re.compile(rb"(\$3\r\ndir\r\n)\$\d+\r\n[^\r\n]*")  # the working directory
 
 
 def corpus() -> Iterator[list[bytes]]:
@@ -133,7 +134,8 @@ async def _answer(handle: object, session: Session, args: list[bytes]) -> Reply:
 
 
 def mask(raw: bytes) -> bytes:
-    return INFO_LENGTH.sub(rb"$*\1", MASKED_EQ.sub(rb"\1=*", MASKED.sub(rb"\1:*", raw)))
+    masked = MASKED_EQ.sub(rb"\1=*", MASKED.sub(rb"\1:*", CONFIG_DIR.sub(rb"\1$*\r\n*", raw)))
+    return INFO_LENGTH.sub(rb"$*\1", masked)
 
 
 async def record() -> list[str]:
