@@ -31,6 +31,7 @@ import fastavro
 from fastavro.schema import fingerprint as _avro_fingerprint
 from fastavro.schema import to_parsing_canonical_form
 
+from streams.avro_binary import signed_u64, unsigned_u64
 from streams.crdt.ops import (
     LOCAL_TYPES,
     REPLICATED_TYPES,
@@ -44,7 +45,8 @@ from streams.crdt.ops import (
     Vector,
     XAdd,
 )
-from streams.ids import U64_MAX, StreamID
+from streams.ids import StreamID
+from streams.ops.fast_xadd import XADD_FAST_PATH_FINGERPRINT, xadd_payload
 
 __all__ = [
     "CURRENT_SCHEMA",
@@ -81,8 +83,6 @@ MARKER = b"\xc3\x01"
 
 _HEADER_LEN = len(MARKER) + 8
 _NAMESPACE = "streams.ops."
-_TWO_64 = 1 << 64
-_I64_MAX = (1 << 63) - 1
 
 
 class DecodeError(ValueError):
@@ -133,9 +133,10 @@ def fingerprint_of(schema: Mapping[str, Any]) -> bytes:
 
 
 def _u64(v: int) -> int:
-    if not 0 <= v <= U64_MAX:
-        raise EncodeError(f"stream ID part {v} is outside 0..2^64-1")
-    return v - _TWO_64 if v > _I64_MAX else v
+    try:
+        return signed_u64(v)
+    except ValueError as exc:
+        raise EncodeError(str(exc)) from None
 
 
 def _id_out(sid: StreamID) -> Datum:
@@ -146,7 +147,7 @@ def _id_out(sid: StreamID) -> Datum:
 def _id_in(d: Datum) -> StreamID:
     ms: int = d["ms"]
     seq: int = d["seq"]
-    return (ms + _TWO_64 if ms < 0 else ms, seq + _TWO_64 if seq < 0 else seq)
+    return (unsigned_u64(ms), unsigned_u64(seq))
 
 
 def _opt_id_out(sid: StreamID | None) -> Datum | None:
@@ -272,68 +273,6 @@ def from_datum(d: Datum) -> Record:
     raise DecodeError(f"op-log record with unknown kind {kind!r}")
 
 
-# --- the XAdd fast path ----------------------------------------------------------------------
-#
-# Nearly every op a busy node writes is an XAdd, and fastavro's generic writer was the largest
-# single cost of a write on the node (about a sixth of its GIL time at pipeline 16). This writes
-# the same bytes for an `Op` with an `XAdd` body under the current schema: Avro binary encoding
-# of the record's fields in schema order (enum and union indexes and longs as zigzag varints,
-# bytes length-prefixed, an array as one block and the 0 that ends it). tests/unit/test_codec.py
-# checks it byte for byte against fastavro over generated ops.
-
-_I64_MIN = -(1 << 63)
-
-
-def _long(out: bytearray, value: int) -> None:
-    if not _I64_MIN <= value <= _I64_MAX:
-        raise EncodeError(f"cannot encode op-log record: {value} does not fit in a long")
-    n = (value << 1) ^ (value >> 63)
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-
-
-def _bytes(out: bytearray, value: bytes) -> None:
-    if not isinstance(value, bytes):
-        raise EncodeError(f"cannot encode op-log record: {value!r} is not bytes")
-    _long(out, len(value))
-    out += value
-
-
-_XADD_BRANCH = 0
-"""The index of XAdd in the body union of that schema."""
-XADD_FAST_PATH_FINGERPRINT = "7e7a41339d378ccc"
-"""The schema version the fast path writes (its fingerprint): a codec of any other schema uses
-fastavro, so a new schema version is never written wrongly, only slower until this is updated
-(tests/unit/test_codec.py fails to say so)."""
-
-
-def _xadd_payload(op: Op, body: XAdd) -> bytearray:
-    out = bytearray(b"\x00")  # kind: op (enum index 0)
-    _long(out, op.origin)
-    _long(out, op.seq)
-    _long(out, op.ts_ms)
-    if op.ctx:
-        _long(out, len(op.ctx))
-        for region, seq in op.ctx:
-            _long(out, region)
-            _long(out, seq)
-    out.append(0)  # end of the ctx array
-    _long(out, _XADD_BRANCH)
-    _bytes(out, body.key)
-    ms, seq = body.id
-    _long(out, _u64(ms))
-    _long(out, _u64(seq))
-    fields = body.fields
-    if fields:
-        _long(out, len(fields))
-        for item in fields:
-            _bytes(out, item)
-    out.append(0)  # end of the fields array
-    return out
-
-
 # --- the codec -----------------------------------------------------------------------------
 
 
@@ -383,7 +322,7 @@ class Codec:
     def encode(self, record: Record) -> bytes:
         if self._xadd_fast and type(record) is Op and type(record.body) is XAdd:
             try:
-                return bytes(self._prefix + _xadd_payload(record, record.body))
+                return bytes(self._prefix + xadd_payload(record, record.body))
             except EncodeError:
                 raise
             except (TypeError, ValueError) as exc:  # an ID part or field of the wrong type

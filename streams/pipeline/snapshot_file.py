@@ -30,6 +30,7 @@ from typing import IO, Any, BinaryIO
 
 import fastavro
 
+from streams.avro_binary import long_bytes
 from streams.crdt.region import Region
 from streams.crdt.state import KeyState
 from streams.ids import MAX_ID, MIN_ID
@@ -101,17 +102,6 @@ def _header_bytes(sync_marker: bytes) -> bytes:
     return buf.getvalue()
 
 
-def _long(n: int) -> bytes:
-    """Avro's zig-zag varint."""
-    z = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while z & ~0x7F:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
 def _deflate(block: bytes) -> bytes:
     return zlib.compress(block)[2:-1]
 
@@ -144,7 +134,7 @@ class _Blocks:
     def _write_one(self) -> None:
         count, future = self.pending.popleft()
         data = future.result()
-        self.out.write(_long(count) + _long(len(data)) + data + self.sync)
+        self.out.write(long_bytes(count) + long_bytes(len(data)) + data + self.sync)
 
     def finish(self, write: bool = True) -> None:
         """Write what is left (or, after a failure, drop it)."""

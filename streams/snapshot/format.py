@@ -16,10 +16,11 @@ from typing import IO, Any, BinaryIO
 
 import fastavro
 
+from streams.avro_binary import signed_u64, unsigned_u64
 from streams.crdt.entries import EntryLogs
 from streams.crdt.groups import Group
 from streams.crdt.region import Region
-from streams.ids import U64_MAX, StreamID
+from streams.ids import StreamID
 
 FORMAT_VERSION = 1
 MAGIC_KEY = "streams.snapshot.format_version"
@@ -35,8 +36,6 @@ Positions = dict[Partition, int]
 """(topic, partition) -> the next offset to read."""
 
 _NS = "streams.snapshot."
-_TWO_64 = 1 << 64
-_I64_MAX = (1 << 63) - 1
 
 
 class SnapshotError(ValueError):
@@ -55,22 +54,12 @@ _PARSED = fastavro.parse_schema(_schema_json())
 # --- small converters ------------------------------------------------------------------------
 
 
-def _u64_out(v: int) -> int:
-    if not 0 <= v <= U64_MAX:
-        raise ValueError(f"stream ID part {v} is outside 0..2^64-1")
-    return v - _TWO_64 if v > _I64_MAX else v
-
-
-def _u64_in(v: int) -> int:
-    return v + _TWO_64 if v < 0 else v
-
-
 def _id_out(sid: StreamID) -> dict[str, int]:
-    return {"ms": _u64_out(sid[0]), "seq": _u64_out(sid[1])}
+    return {"ms": signed_u64(sid[0]), "seq": signed_u64(sid[1])}
 
 
 def _id_in(d: Mapping[str, int]) -> StreamID:
-    return (_u64_in(d["ms"]), _u64_in(d["seq"]))
+    return (unsigned_u64(d["ms"]), unsigned_u64(d["seq"]))
 
 
 def _oids_out(items: Mapping[int, StreamID]) -> list[dict[str, Any]]:

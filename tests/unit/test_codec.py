@@ -44,7 +44,6 @@ from streams.ops.codec import (
     DEFAULT_CODEC,
     MARKER,
     SCHEMA_FINGERPRINT,
-    XADD_FAST_PATH_FINGERPRINT,
     Codec,
     DecodeError,
     EncodeError,
@@ -54,6 +53,7 @@ from streams.ops.codec import (
     load_schema,
     to_datum,
 )
+from streams.ops.fast_xadd import XADD_FAST_PATH_FINGERPRINT
 
 DATA = Path(__file__).parent / "data"
 PACKAGE_SCHEMAS = Path(codec.__file__).parent / "schemas"
