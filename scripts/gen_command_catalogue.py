@@ -119,9 +119,24 @@ def _start_server() -> tuple[subprocess.Popen[bytes], int, tempfile.TemporaryDir
     folder = tempfile.TemporaryDirectory(prefix="redis-catalogue-")
     port = _free_port()
     proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", folder.name, "--logfile", os.path.join(folder.name, "redis.log")],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            exe,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            folder.name,
+            "--logfile",
+            os.path.join(folder.name, "redis.log"),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:

@@ -128,8 +128,24 @@ literal_id = st.one_of(
     st.sampled_from([b" 1", b"+1", b"00003", b"1-+2", b"3-1\x00x"]),
 )
 bad_id = st.sampled_from(
-    [b"", b"-", b"+", b"abc", b"1-", b"-1", b"1-a", b"18446744073709551616", b"1.5", b"(1",
-     b"$", b">", b"*", b"1-*", b"1-2-3", b"\x00"]
+    [
+        b"",
+        b"-",
+        b"+",
+        b"abc",
+        b"1-",
+        b"-1",
+        b"1-a",
+        b"18446744073709551616",
+        b"1.5",
+        b"(1",
+        b"$",
+        b">",
+        b"*",
+        b"1-*",
+        b"1-2-3",
+        b"\x00",
+    ]
 )
 garbage_number = st.sampled_from(
     [b"", b"abc", b"1.5", b"-0", b"01", b" 1", b"9223372036854775808", b"0x10"]
@@ -210,7 +226,10 @@ def xadd(draw: st.DrawFn) -> Command:
         args.append(b"NOMKSTREAM")
     args += draw(trim_options(k, required=False))
     xadd_id: st.SearchStrategy[Arg] = weighted(
-        (8, above_top(k)), (3, st.just(b"*")), (1, literal_id), (1, bad_id),
+        (8, above_top(k)),
+        (3, st.just(b"*")),
+        (1, literal_id),
+        (1, bad_id),
         (1, st.sampled_from([b"0-*", b"5-*"])),
     )
     args.append(draw(xadd_id))
@@ -305,17 +324,26 @@ def xgroup(draw: st.DrawFn) -> Command:
     k = draw(group_key)
     sub = draw(
         weighted(
-            (5, st.just("create")), (2, st.just("setid")), (2, st.just("destroy")),
-            (2, st.just("createconsumer")), (2, st.just("delconsumer")), (1, st.just("other")),
+            (5, st.just("create")),
+            (2, st.just("setid")),
+            (2, st.just("destroy")),
+            (2, st.just("createconsumer")),
+            (2, st.just("delconsumer")),
+            (1, st.just("other")),
         )
     )
     if sub == "other":
         return draw(
             st.sampled_from(
-                [[b"XGROUP"], [b"XGROUP", b"FOO", Key(k)], [b"XGROUP", b"HELP"],
-                 [b"XGROUP", b"CREATE", Key(k)], [b"XGROUP", b"DESTROY", Key(k)],
-                 [b"XGROUP", b"CREATECONSUMER", Key(k), b"g1"],
-                 [b"XGROUP", b"CREATE", Key(k), b"g1", b"0", b"F\xffOO"]]
+                [
+                    [b"XGROUP"],
+                    [b"XGROUP", b"FOO", Key(k)],
+                    [b"XGROUP", b"HELP"],
+                    [b"XGROUP", b"CREATE", Key(k)],
+                    [b"XGROUP", b"DESTROY", Key(k)],
+                    [b"XGROUP", b"CREATECONSUMER", Key(k), b"g1"],
+                    [b"XGROUP", b"CREATE", Key(k), b"g1", b"0", b"F\xffOO"],
+                ]
             )
         )
     args: Command = [draw(case("xgroup")), draw(case(sub)), Key(k), draw(group)]
@@ -383,10 +411,18 @@ def xclaim(draw: st.DrawFn) -> Command:
         args.append(b"JUSTID")
     options = [
         [b"FORCE"],
-        [b"IDLE", b"0"], [b"IDLE", b"100"], [b"IDLE", b"2000000000"], [b"IDLE", b"-5"],
-        [b"TIME", b"1"], [b"TIME", b"2000000000"], [b"TIME", b"x"],
-        [b"RETRYCOUNT", b"7"], [b"RETRYCOUNT", b"-1"],
-        [b"LASTID", b"5-0"], [b"foo"], [b"\xff\x00x"],
+        [b"IDLE", b"0"],
+        [b"IDLE", b"100"],
+        [b"IDLE", b"2000000000"],
+        [b"IDLE", b"-5"],
+        [b"TIME", b"1"],
+        [b"TIME", b"2000000000"],
+        [b"TIME", b"x"],
+        [b"RETRYCOUNT", b"7"],
+        [b"RETRYCOUNT", b"-1"],
+        [b"LASTID", b"5-0"],
+        [b"foo"],
+        [b"\xff\x00x"],
     ]
     for _ in range(draw(st.sampled_from([0, 0, 1, 2]))):
         args += draw(st.sampled_from(options))
@@ -417,13 +453,28 @@ def xinfo(draw: st.DrawFn) -> Command:
         return [b"XINFO", draw(case("stream")), Key(k)]
     if which == "full":
         tail: Command = draw(
-            st.sampled_from([[], [b"COUNT", b"0"], [b"COUNT", b"1"], [b"COUNT", b"-1"],
-                             [b"COUNT"], [b"COUNT", b"x"]])
+            st.sampled_from(
+                [
+                    [],
+                    [b"COUNT", b"0"],
+                    [b"COUNT", b"1"],
+                    [b"COUNT", b"-1"],
+                    [b"COUNT"],
+                    [b"COUNT", b"x"],
+                ]
+            )
         )
         return [b"XINFO", b"STREAM", Key(k), b"FULL", *tail]
     return draw(
-        st.sampled_from([[b"XINFO"], [b"XINFO", b"FOO"], [b"XINFO", b"HELP"],
-                         [b"XINFO", b"STREAM", Key(k), b"foo"], [b"XINFO", b"GROUPS"]])
+        st.sampled_from(
+            [
+                [b"XINFO"],
+                [b"XINFO", b"FOO"],
+                [b"XINFO", b"HELP"],
+                [b"XINFO", b"STREAM", Key(k), b"foo"],
+                [b"XINFO", b"GROUPS"],
+            ]
+        )
     )
 
 
@@ -436,12 +487,23 @@ def keys_command(word: str) -> st.SearchStrategy[Command]:
 
 
 WRONG_ARITY: list[Command] = [
-    [b"XLEN"], [b"XADD", Key(0)], [b"XRANGE", Key(0), b"-"], [b"XDEL", Key(0)],
-    [b"XTRIM", Key(0), b"MAXLEN"], [b"XSETID", Key(0)], [b"TYPE"], [b"DEL"], [b"EXISTS"],
-    [b"XREAD", b"STREAMS", Key(0)], [b"XACK", Key(0), b"g1"], [b"XPENDING", Key(0)],
-    [b"XCLAIM", Key(0), b"g1", b"c1", b"0"], [b"XAUTOCLAIM", Key(0), b"g1", b"c1", b"0"],
+    [b"XLEN"],
+    [b"XADD", Key(0)],
+    [b"XRANGE", Key(0), b"-"],
+    [b"XDEL", Key(0)],
+    [b"XTRIM", Key(0), b"MAXLEN"],
+    [b"XSETID", Key(0)],
+    [b"TYPE"],
+    [b"DEL"],
+    [b"EXISTS"],
+    [b"XREAD", b"STREAMS", Key(0)],
+    [b"XACK", Key(0), b"g1"],
+    [b"XPENDING", Key(0)],
+    [b"XCLAIM", Key(0), b"g1", b"c1", b"0"],
+    [b"XAUTOCLAIM", Key(0), b"g1", b"c1", b"0"],
     [b"XREADGROUP", b"GROUP", b"g1", b"c1", b"STREAMS", Key(0)],
-    [b"XINFO", b"GROUPS", Key(0), b"x"], [b"XINFO", b"CONSUMERS", Key(0)],
+    [b"XINFO", b"GROUPS", Key(0), b"x"],
+    [b"XINFO", b"CONSUMERS", Key(0)],
 ]
 
 command: st.SearchStrategy[Command] = weighted(
@@ -464,8 +526,6 @@ command: st.SearchStrategy[Command] = weighted(
     (2, xinfo()),
     (1, st.sampled_from(WRONG_ARITY)),
 )
-
-
 
 
 @st.composite
@@ -674,9 +734,7 @@ class Side:
 # --- the differential run ----------------------------------------------------------------------
 
 
-WRITES = frozenset(
-    b"xadd xdel xtrim xsetid del xgroup xreadgroup xack xclaim xautoclaim".split()
-)
+WRITES = frozenset(b"xadd xdel xtrim xsetid del xgroup xreadgroup xack xclaim xautoclaim".split())
 
 
 @dataclass
@@ -740,7 +798,11 @@ class Differential:
         return False
 
     def _learn(
-        self, cmd: Command, node_args: list[bytes], redis_args: list[bytes], ours: bytes,
+        self,
+        cmd: Command,
+        node_args: list[bytes],
+        redis_args: list[bytes],
+        ours: bytes,
         theirs: bytes,
     ) -> None:
         """Pair the node's clock IDs with redis's: XADD replies, and the IDs XSETID, XGROUP
@@ -842,8 +904,9 @@ class Differential:
             for probe in PROBES(key):
                 ours, theirs = self.node.probe.call(probe), self.redis.probe.call(probe)
                 if ours != theirs and not self._alike(probe, ours, theirs):
-                    self.fail(f"after the step, {probe!r} differs:\n  node  {ours!r}\n"
-                              f"  redis {theirs!r}")
+                    self.fail(
+                        f"after the step, {probe!r} differs:\n  node  {ours!r}\n  redis {theirs!r}"
+                    )
 
 
 def _kept_empty_node(mine: Value, their: Value) -> None:

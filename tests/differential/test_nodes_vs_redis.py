@@ -33,7 +33,6 @@ from streams.resp.encode import encode
 
 from .redis_server import RedisServer
 
-
 KEY = b"s"
 
 
@@ -47,8 +46,10 @@ def conn(redis_server: RedisServer) -> Iterator[RawClient]:
         yield connection
     finally:
         set_node_limits(max_bytes=saved[0], max_entries=saved[1])
-        for name, value in ((b"stream-node-max-bytes", saved[0]), (b"stream-node-max-entries",
-                                                                   saved[1])):
+        for name, value in (
+            (b"stream-node-max-bytes", saved[0]),
+            (b"stream-node-max-entries", saved[1]),
+        ):
             connection.call([b"CONFIG", b"SET", name, b"%d" % value])
         connection.call([b"FLUSHALL"])
         connection.close()
@@ -78,9 +79,7 @@ class Pair:
             ours = encode(run(self.region, cmd, int(time.time() * 1000)).reply, 2)
         theirs = self.conn.call(cmd)
         self.log.append(f"{cmd!r} -> {theirs[:60]!r}")
-        assert ours == theirs, f"{cmd!r}: ours {ours!r} != redis {theirs!r}\n" + "\n".join(
-            self.log
-        )
+        assert ours == theirs, f"{cmd!r}: ours {ours!r} != redis {theirs!r}\n" + "\n".join(self.log)
         return theirs
 
     def check(self) -> None:
@@ -136,8 +135,9 @@ def _trim_args(pair: Pair, spec: tuple[bytes, bytes, int, int | None]) -> list[b
         threshold = b"%d" % n
     else:
         entries = pair.region.state.get(KEY)
-        ids = [] if entries is None else [s for s, _o, _f in entries.entries.range((0, 0),
-                                                                                  pair.top)]
+        ids = (
+            [] if entries is None else [s for s, _o, _f in entries.entries.range((0, 0), pair.top)]
+        )
         threshold = b"%d-%d" % (ids[min(n, len(ids) - 1)] if ids else pair.top)
     args = [strategy] + ([op] if op else []) + [threshold]
     if limit is not None and op == b"~":
@@ -174,12 +174,15 @@ def _apply(pair: Pair, item: tuple) -> None:  # type: ignore[type-arg]
     deadline=None,
     derandomize=False,
     suppress_health_check=[
-        HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
     ],
 )
 @given(history=st.lists(step, min_size=30, max_size=150))
 def test_node_layout_and_approximate_trims_equal_redis(
-    conn: RawClient, history: list[tuple]  # type: ignore[type-arg]
+    conn: RawClient,
+    history: list[tuple],  # type: ignore[type-arg]
 ) -> None:
     conn.call([b"FLUSHALL"])
     for name, v in ((b"stream-node-max-bytes", 4096), (b"stream-node-max-entries", 100)):

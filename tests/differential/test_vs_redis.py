@@ -112,14 +112,48 @@ ms_only_id = st.builds(lambda ms: b"%d" % ms, ms_value)
 ms_star_id = st.builds(lambda ms: b"%d-*" % ms, ms_value)
 # Accepted by Redis's string2ull / strtoull leniency (and NUL ends a C string).
 lenient_id = st.sampled_from(
-    [b" 1", b"+1", b"\t2", b"00003", b"-0", b"1-+2", b"1- 1", b"-18446744073709551615",
-     b"2\x00-9", b"3-1\x00x", b"000000000000000000000000000004-1"]
+    [
+        b" 1",
+        b"+1",
+        b"\t2",
+        b"00003",
+        b"-0",
+        b"1-+2",
+        b"1- 1",
+        b"-18446744073709551615",
+        b"2\x00-9",
+        b"3-1\x00x",
+        b"000000000000000000000000000004-1",
+    ]
 )
 bad_id = st.one_of(
     st.sampled_from(
-        [b"", b"-", b"+", b"abc", b"1-", b"-1", b"1--1", b"1-a", b"18446744073709551616",
-         b"1-18446744073709551616", b"1 ", b"1.5", b"(1", b"$", b">", b"*", b"1-*", b"*-1",
-         b"1-2-3", b"0x10", b"-18446744073709551616", b"9" * 130, b"\x00", b"-\x00"]
+        [
+            b"",
+            b"-",
+            b"+",
+            b"abc",
+            b"1-",
+            b"-1",
+            b"1--1",
+            b"1-a",
+            b"18446744073709551616",
+            b"1-18446744073709551616",
+            b"1 ",
+            b"1.5",
+            b"(1",
+            b"$",
+            b">",
+            b"*",
+            b"1-*",
+            b"*-1",
+            b"1-2-3",
+            b"0x10",
+            b"-18446744073709551616",
+            b"9" * 130,
+            b"\x00",
+            b"-\x00",
+        ]
     ),
     st.binary(min_size=0, max_size=6),
     st.text(alphabet="0123456789-+*( $>a", max_size=6).map(str.encode),
@@ -148,8 +182,22 @@ any_id: st.SearchStrategy[Arg] = rarely(valid_id, bad_id)
 
 
 garbage_number = st.sampled_from(
-    [b"", b"abc", b"1.5", b"-0", b"01", b" 1", b"1 ", b"+1", b"9223372036854775808",
-     b"-9223372036854775809", b"18446744073709551616", b"1e3", b"0x10", b"--1"]
+    [
+        b"",
+        b"abc",
+        b"1.5",
+        b"-0",
+        b"01",
+        b" 1",
+        b"1 ",
+        b"+1",
+        b"9223372036854775808",
+        b"-9223372036854775809",
+        b"18446744073709551616",
+        b"1e3",
+        b"0x10",
+        b"--1",
+    ]
 )
 small_count = st.one_of(st.integers(-2, 5).map(lambda n: b"%d" % n), garbage_number)
 good_count = st.integers(0, 5).map(lambda n: b"%d" % n)
@@ -212,8 +260,12 @@ def xrange(draw: st.DrawFn) -> Command:
         (3, st.sampled_from([b"-", b"+"])),
         (3, valid_id),
         (2, near(st.integers(0, 50), ["(full", "(ms"])),
-        (1, st.sampled_from([b"(-", b"(+", b"(", b"(0-0", b"(0",
-                             b"(18446744073709551615-18446744073709551615"])),
+        (
+            1,
+            st.sampled_from(
+                [b"(-", b"(+", b"(", b"(0-0", b"(0", b"(18446744073709551615-18446744073709551615"]
+            ),
+        ),
         (1, bad_id),
     )
     args: Command = [draw(st.one_of(case("xrange"), case("xrevrange"))), draw(key)]
@@ -297,12 +349,25 @@ def keys_command(word: str) -> st.SearchStrategy[Command]:
 
 
 WRONG_ARITY: list[Command] = [
-    [b"XLEN"], [b"XLEN", b"k1", b"k2"], [b"XADD", b"k1", b"1-1", b"f"], [b"XADD", b"k1"],
-    [b"XRANGE", b"k1", b"-"], [b"XREVRANGE", b"k1", b"+"], [b"XDEL", b"k1"],
-    [b"XTRIM", b"k1", b"MAXLEN"], [b"XSETID", b"k1"], [b"TYPE"], [b"TYPE", b"k1", b"k2"],
-    [b"DEL"], [b"EXISTS"], [b"XREAD", b"STREAMS", b"k1"], [b"XADD", b"k1", b"MAXLEN", b"1"],
-    [b"XADD", b"k1", b"NOMKSTREAM", b"MAXLEN", b"1", b"1-1"], [b"xadd", b"k1", b"*", b"f"],
-    [b"XREAD", b"COUNT", b"1"], [b"XRANGE"],
+    [b"XLEN"],
+    [b"XLEN", b"k1", b"k2"],
+    [b"XADD", b"k1", b"1-1", b"f"],
+    [b"XADD", b"k1"],
+    [b"XRANGE", b"k1", b"-"],
+    [b"XREVRANGE", b"k1", b"+"],
+    [b"XDEL", b"k1"],
+    [b"XTRIM", b"k1", b"MAXLEN"],
+    [b"XSETID", b"k1"],
+    [b"TYPE"],
+    [b"TYPE", b"k1", b"k2"],
+    [b"DEL"],
+    [b"EXISTS"],
+    [b"XREAD", b"STREAMS", b"k1"],
+    [b"XADD", b"k1", b"MAXLEN", b"1"],
+    [b"XADD", b"k1", b"NOMKSTREAM", b"MAXLEN", b"1", b"1-1"],
+    [b"xadd", b"k1", b"*", b"f"],
+    [b"XREAD", b"COUNT", b"1"],
+    [b"XRANGE"],
 ]
 
 command: st.SearchStrategy[Command] = weighted(
@@ -379,8 +444,7 @@ class Differential:
             return True
         return False
 
-    def _known_difference(self, name: bytes, args: list[bytes], ours: bytes,
-                          theirs: bytes) -> bool:
+    def _known_difference(self, name: bytes, args: list[bytes], ours: bytes, theirs: bytes) -> bool:
         """The deviations the module docstring lists (empty streams, Redis 7.0's `ms-*` overflow
         text); True when the two replies differ exactly that way."""
         if name in (b"exists", b"del") and ours.startswith(b":"):
@@ -504,10 +568,8 @@ ERROR_CASES: list[tuple[list[bytes], list[bytes], str]] = [
     (SETUP_TWO, _words(b"XSETID k 5-9"), errors.XSETID_TOO_SMALL),
     (SETUP_TWO, _words(b"XSETID k 7 ENTRIESADDED 1"), errors.XSETID_ENTRIES_ADDED),
     ([], _words(b"XSETID k 1 MAXDELETEDID 2"), errors.XSETID_MAXDEL),
-    ([b"XADD k " + MAX + b"-" + MAX + b" f v"], _words(b"XADD k * f v"),
-     errors.STREAM_EXHAUSTED),
-    ([b"XADD k " + MAX + b"-" + MAX + b" f v"], _words(b"XADD k 1-1 f v"),
-     errors.STREAM_EXHAUSTED),
+    ([b"XADD k " + MAX + b"-" + MAX + b" f v"], _words(b"XADD k * f v"), errors.STREAM_EXHAUSTED),
+    ([b"XADD k " + MAX + b"-" + MAX + b" f v"], _words(b"XADD k 1-1 f v"), errors.STREAM_EXHAUSTED),
     ([], _words(b"XSETID k 1 ENTRIESADDED -1"), errors.ENTRIES_ADDED_NEGATIVE),
     ([], _words(b"XTRIM k MAXLEN 1 MINID 1"), errors.MAXLEN_MINID_TOGETHER),
     ([], _words(b"XADD k MINID 1 MAXLEN 1 * f v"), errors.MAXLEN_MINID_TOGETHER),
@@ -547,10 +609,16 @@ ERROR_CASES: list[tuple[list[bytes], list[bytes], str]] = [
     ([], _words(b"TYPE k k"), errors.wrong_arity("type").text),
     ([], _words(b"NOSUCHCOMMAND a b"), errors.unknown_command(b"NOSUCHCOMMAND", [b"a", b"b"]).text),
     ([], [b"FOO", b"a" * 200], errors.unknown_command(b"FOO", [b"a" * 200]).text),
-    ([], [b"FOO", b"a\r\nb", b"c"],  # CR and LF in an error become spaces
-     "ERR unknown command 'FOO', with args beginning with: 'a  b' 'c' "),
-    ([], [b"FOO"] + [b"abcdefghij"] * 20,
-     errors.unknown_command(b"FOO", [b"abcdefghij"] * 20).text),
+    (
+        [],
+        [b"FOO", b"a\r\nb", b"c"],  # CR and LF in an error become spaces
+        "ERR unknown command 'FOO', with args beginning with: 'a  b' 'c' ",
+    ),
+    (
+        [],
+        [b"FOO"] + [b"abcdefghij"] * 20,
+        errors.unknown_command(b"FOO", [b"abcdefghij"] * 20).text,
+    ),
 ]
 
 
@@ -564,9 +632,12 @@ ORDER_CASES: list[tuple[list[bytes], list[bytes], bytes]] = [
     (SETUP_ONE, _words(b"XREVRANGE k + - COUNT -1"), b"*-1\r\n"),
     ([], _words(b"XREAD STREAMS nokey 0"), b"*-1\r\n"),
     ([], _words(b"XREAD COUNT -1 BLOCK -1 COUNT x STREAMS k 0"), _error(errors.TIMEOUT_NEGATIVE)),
-    (SETUP_TWO, _words(b"XREAD COUNT 1 STREAMS k k 5 5-1"),
-     b"*2\r\n*2\r\n$1\r\nk\r\n*1\r\n*2\r\n$3\r\n5-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
-     b"*2\r\n$1\r\nk\r\n*1\r\n*2\r\n$3\r\n6-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"),
+    (
+        SETUP_TWO,
+        _words(b"XREAD COUNT 1 STREAMS k k 5 5-1"),
+        b"*2\r\n*2\r\n$1\r\nk\r\n*1\r\n*2\r\n$3\r\n5-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n"
+        b"*2\r\n$1\r\nk\r\n*1\r\n*2\r\n$3\r\n6-1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n",
+    ),
 ]
 
 
@@ -603,8 +674,10 @@ def test_fixed_error_and_check_order_replies_equal_redis_byte_for_byte(
             ours = encode(run(region, args, int(time.time() * 1000)).reply, 2)
             theirs = conn.call(args)
             if not ours == theirs == expected:
-                wrong.append(f"{args!r}:\n  redis    {theirs!r}\n  ours     {ours!r}\n"
-                             f"  expected {expected!r}")
+                wrong.append(
+                    f"{args!r}:\n  redis    {theirs!r}\n  ours     {ours!r}\n"
+                    f"  expected {expected!r}"
+                )
     finally:
         conn.close()
     assert not wrong, "\n".join(wrong)

@@ -24,7 +24,6 @@ from support import RawClient, encode_command
 from faults.workload import node_memory_mb, node_pid, plain_client
 from topology.local import LocalTopology
 
-
 TOTAL = 100_000
 ROUND = 250
 """Requests per connection: a pipeline of ROUND - 1 commands and one odd frame."""

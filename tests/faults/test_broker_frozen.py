@@ -49,7 +49,6 @@ from faults.workload import (
 )
 from topology.local import LocalTopology
 
-
 RATE = 30.0
 """Requests a second per region (two regions)."""
 COMMIT_TIMEOUT_S = 10.0

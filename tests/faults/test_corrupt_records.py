@@ -29,7 +29,6 @@ from faults.workload import (
 from streams.replay.run import Request, replay
 from topology.local import LocalTopology, TopologyError
 
-
 RATE = 50.0
 
 

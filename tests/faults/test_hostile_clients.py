@@ -33,7 +33,6 @@ from support import RawClient, encode_command, wait_until
 from faults.workload import Prober, node_memory_mb, node_pid, percentile, plain_client
 from topology.local import LocalTopology
 
-
 IDLE = 1000
 BIG_ENTRIES = 1000
 BIG_VALUE = 2048

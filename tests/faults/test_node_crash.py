@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 
-
 from faults.workload import (
     check_dots,
     check_logs_fold_to_nodes,
@@ -19,7 +18,6 @@ from faults.workload import (
     summary,
 )
 from topology.local import LocalTopology
-
 
 RATE = 60.0
 """Requests a second per region (three regions)."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 
-
 from faults.workload import (
     check_dots,
     check_logs_fold_to_nodes,
@@ -22,7 +21,6 @@ from faults.workload import (
     waited,
 )
 from topology.local import LocalTopology
-
 
 RATE = 60.0
 PARTITION_S = 4.0

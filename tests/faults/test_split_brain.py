@@ -27,7 +27,6 @@ from faults.workload import (
 )
 from topology.local import LocalTopology
 
-
 RATE = 40.0
 """Requests a second per writer (three regions, and the second node of r1)."""
 FENCED = "another writer took over region r1"

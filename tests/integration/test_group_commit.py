@@ -18,7 +18,6 @@ import redis
 from topology.local import LocalTopology
 
 
-
 def persistence(client: redis.Redis) -> dict[str, int]:
     info = client.info("persistence")
     return {k: int(v) for k, v in info.items() if k.startswith("crdt_write_batch")}

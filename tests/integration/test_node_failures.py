@@ -109,9 +109,7 @@ def test_a_corrupt_record_stops_the_materializer_naming_its_position() -> None:
         producer.flush(5)
         deadline = time.monotonic() + 10
         while True:
-            info = dict(
-                zip(*[iter(topo.client(2).execute_command("CRDT.INFO"))] * 2, strict=True)
-            )
+            info = dict(zip(*[iter(topo.client(2).execute_command("CRDT.INFO"))] * 2, strict=True))
             error = info[b"materializer_error"].decode()
             if error or time.monotonic() > deadline:
                 break

@@ -181,20 +181,14 @@ def parse_cli_output(printed: str) -> object:
 def test_the_output_parser_reads_redis_cli_formats() -> None:
     printed = (
         '1) 1) "x"\n'
-        "   2)  1) 1) \"1-1\"\n"
+        '   2)  1) 1) "1-1"\n'
         '          2) 1) "f"\n'
         '             2) "v\\"2\\n"\n'
         '       2) 1) "2-1"\n'
         "          2) (nil)\n"
     )
     assert parse_cli_output(printed) == [[b"x", [[b"1-1", [b"f", b'v"2\n']], [b"2-1", None]]]]
-    resp3 = (
-        '1# "x" => \n'
-        '   1) 1) "1-1"\n'
-        '      2) 1) "f"\n'
-        '         2) "v"\n'
-        '2# "y" => (integer) 3\n'
-    )
+    resp3 = '1# "x" => \n   1) 1) "1-1"\n      2) 1) "f"\n         2) "v"\n2# "y" => (integer) 3\n'
     assert parse_cli_output(resp3) == {b"x": [[b"1-1", [b"f", b"v"]]], b"y": 3}
     assert parse_cli_output("(integer) 0\n") == 0
     assert parse_cli_output("OK\n") == b"OK"
@@ -271,12 +265,7 @@ def test_redis_cli_prints_xrange_as_redis_does() -> None:
             driver.cli(1, tuple(line.encode().split()))
         printed = driver.cli(1, (b"XRANGE", b"x", b"-", b"+"))
         assert printed == (
-            '1) 1) "110-0"\n'
-            '   2) 1) "f"\n'
-            '      2) "v"\n'
-            '2) 1) "120-0"\n'
-            '   2) 1) "f"\n'
-            '      2) "v"\n'
+            '1) 1) "110-0"\n   2) 1) "f"\n      2) "v"\n2) 1) "120-0"\n   2) 1) "f"\n      2) "v"\n'
         )
         assert driver.cli(1, (b"XREAD", b"COUNT", b"2", b"STREAMS", b"x", b"120")) == "(nil)\n"
         assert driver.cli(1, (b"XLEN", b"x")) == "(integer) 2\n"

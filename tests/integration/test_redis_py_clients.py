@@ -304,9 +304,7 @@ async def run_async(client: redis.asyncio.Redis, calls: list[Call], prefix: str)
     for call in calls:
         method: Callable[..., Any] = getattr(client, call.method)
         try:
-            out.append(
-                await method(*_resolve(call.args, prefix), **_resolve(call.kwargs, prefix))
-            )
+            out.append(await method(*_resolve(call.args, prefix), **_resolve(call.kwargs, prefix)))
         except (redis.ResponseError, redis.DataError) as exc:
             out.append(_failed(exc))
     return out
@@ -336,9 +334,7 @@ def normalise(value: Any, gen: Mapping[Any, str], key: str | None = None) -> Any
     if isinstance(value, bytes | str):
         return gen.get(value, value)
     if isinstance(value, dict):
-        return {
-            normalise(k, gen): normalise(v, gen, _key_text(k)) for k, v in value.items()
-        }
+        return {normalise(k, gen): normalise(v, gen, _key_text(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return type(value)(normalise(v, gen) for v in value)
     return value

@@ -164,8 +164,13 @@ def test_info_config_and_command(topo: LocalTopology, r1: redis.Redis) -> None:
 
 
 def test_unsupported_commands_answer_clearly_and_the_connection_stays(r1: redis.Redis) -> None:
-    for call in (lambda: r1.set("a", "b"), lambda: r1.lpush("l", "x"), lambda: r1.incr("n"),
-                 lambda: r1.expire("k", 10), lambda: r1.hset("h", "f", "v")):
+    for call in (
+        lambda: r1.set("a", "b"),
+        lambda: r1.lpush("l", "x"),
+        lambda: r1.incr("n"),
+        lambda: r1.expire("k", 10),
+        lambda: r1.hset("h", "f", "v"),
+    ):
         with pytest.raises(redis.ResponseError, match="unsupported command .*streams only"):
             call()
         assert r1.ping()

@@ -16,7 +16,6 @@ import redis
 
 from topology.local import LocalTopology
 
-
 KEYS = [f"hist:{i}".encode() for i in range(8)]
 GROUP = b"g"
 

@@ -19,7 +19,6 @@ from confluent_kafka import Producer
 from topology.local import LocalTopology
 
 
-
 def write(client: redis.Redis, n: int, tag: bytes) -> None:
     pipe = client.pipeline(transaction=False)
     for i in range(n):
@@ -59,9 +58,21 @@ def test_a_node_booted_from_a_snapshot_reads_only_the_tail_and_holds_the_same_st
         client.execute_command("CRDT.FLUSH")
         snapshot = tmp_path / "r1.snapshot"
         out = subprocess.run(
-            [sys.executable, "-m", "streams.cli", "snapshot", "--bootstrap", topo.bootstrap[1],
-             "--region", "r1", "--out", str(snapshot)],
-            capture_output=True, text=True, timeout=120,
+            [
+                sys.executable,
+                "-m",
+                "streams.cli",
+                "snapshot",
+                "--bootstrap",
+                topo.bootstrap[1],
+                "--region",
+                "r1",
+                "--out",
+                str(snapshot),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert out.returncode == 0, out.stderr
         write(client, 500, b"after")  # the tail
@@ -84,9 +95,21 @@ def test_a_snapshot_of_another_region_is_refused_clearly(tmp_path: Path) -> None
         topo.client(2).xadd(b"k", {b"f": b"v"})
         snapshot = tmp_path / "r2.snapshot"
         out = subprocess.run(
-            [sys.executable, "-m", "streams.cli", "snapshot", "--bootstrap", topo.bootstrap[2],
-             "--region", "r2", "--out", str(snapshot)],
-            capture_output=True, text=True, timeout=120,
+            [
+                sys.executable,
+                "-m",
+                "streams.cli",
+                "snapshot",
+                "--bootstrap",
+                topo.bootstrap[2],
+                "--region",
+                "r2",
+                "--out",
+                str(snapshot),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert out.returncode == 0, out.stderr
         topo.kill_node(1)

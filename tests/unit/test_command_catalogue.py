@@ -80,9 +80,10 @@ def test_the_node_binds_exactly_the_builtins() -> None:
 
 
 def test_resolve_finds_rows_and_names_unimplemented_redis_commands() -> None:
-    assert router.resolve([b"XGROUP", b"CREATE", b"s", b"g", b"$"]) is router.TABLE[
-        "xgroup"
-    ].subcommands["create"]  # type: ignore[index]
+    assert (
+        router.resolve([b"XGROUP", b"CREATE", b"s", b"g", b"$"])
+        is router.TABLE["xgroup"].subcommands["create"]
+    )  # type: ignore[index]
     assert router.resolve([b"set", b"k", b"v"]) == "set"
     assert router.resolve([b"CLIENT", b"KILL", b"x"]) == "client|kill"
     assert router.resolve([b"CLIENT"]) is router.TABLE["client"]  # its arity check fails later

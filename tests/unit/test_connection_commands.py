@@ -279,8 +279,10 @@ def test_client_commands() -> None:
     assert isinstance(listing, bytes)
     lines = listing.decode().splitlines()
     assert len(lines) == 2 and f"id={c.session.id} " in listing.decode()
-    assert "lib-name=redis-py lib-ver=6.4.0" in lines[[str(c.session.id) in ln.split()[0]
-                                                        for ln in lines].index(True)]
+    assert (
+        "lib-name=redis-py lib-ver=6.4.0"
+        in lines[[str(c.session.id) in ln.split()[0] for ln in lines].index(True)]
+    )
     assert c.value("CLIENT", "LIST", "ID", str(other.session.id)) != listing
     assert c.value("CLIENT", "LIST", "TYPE", "pubsub") == b""
     c.call("MULTI")
@@ -297,7 +299,10 @@ def test_config_get_set() -> None:
     assert c.value("CONFIG", "GET", "port") == [b"port", b"7001"]
     assert c.value("CONFIG", "GET", "requirepass") == [b"requirepass", b""]  # never shown
     assert c.value("CONFIG", "GET", "stream-node-max-*") == [
-        b"stream-node-max-entries", b"100", b"stream-node-max-bytes", b"4096"
+        b"stream-node-max-entries",
+        b"100",
+        b"stream-node-max-bytes",
+        b"4096",
     ]
     everything = c.value("CONFIG", "GET", "*")
     assert isinstance(everything, list) and b"databases" in everything
@@ -332,8 +337,11 @@ def test_command_describes_our_commands() -> None:
     assert isinstance(docs, list) and docs[0] == b"ping" and docs[2] == b"xgroup"
     assert c.value("COMMAND", "GETKEYS", "XREAD", "STREAMS", "a", "b", "0", "0") == [b"a", b"b"]
     assert b"xgroup|create" in c.value("COMMAND", "LIST")  # type: ignore[operator]
-    assert c.value("COMMAND", "LIST", "FILTERBY", "PATTERN", "xa*") == [b"xadd", b"xack",
-                                                                      b"xautoclaim"]
+    assert c.value("COMMAND", "LIST", "FILTERBY", "PATTERN", "xa*") == [
+        b"xadd",
+        b"xack",
+        b"xautoclaim",
+    ]
 
 
 def test_info_sections() -> None:
@@ -344,8 +352,16 @@ def test_info_sections() -> None:
     lines = text.decode().split("\r\n")
     assert lines[0] == "# Server" and "redis_version:7.0.15" in lines
     assert "arch_bits:64" in lines and "redis_mode:standalone" in lines
-    for section in ("# Clients", "# Memory", "# Persistence", "# Stats", "# Replication",
-                    "# CPU", "# Cluster", "# Keyspace"):
+    for section in (
+        "# Clients",
+        "# Memory",
+        "# Persistence",
+        "# Stats",
+        "# Replication",
+        "# CPU",
+        "# Cluster",
+        "# Keyspace",
+    ):
         assert section in lines
     assert "cluster_enabled:0" in lines and "role:master" in lines
     assert "db0:keys=1,expires=0,avg_ttl=0" in lines
@@ -573,7 +589,10 @@ def test_config_set_stream_node_limits_shape_new_nodes() -> None:
         assert c.call("CONFIG", "SET", "stream-node-max-entries", "7") == b"+OK\r\n"
         assert c.call("CONFIG", "SET", "stream-node-max-bytes", "1kb") == b"+OK\r\n"
         assert c.value("CONFIG", "GET", "stream-node-max-*") == [
-            b"stream-node-max-entries", b"7", b"stream-node-max-bytes", b"1024"
+            b"stream-node-max-entries",
+            b"7",
+            b"stream-node-max-bytes",
+            b"1024",
         ]
         assert node_limits() == (1024, 7)
         assert c.call("CONFIG", "SET", "stream-node-max-bytes", "lots") == (

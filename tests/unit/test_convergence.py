@@ -40,7 +40,6 @@ region_id = st.sampled_from(REGIONS)
 key = st.sampled_from(KEYS)
 
 
-
 def weighted(*choices: tuple[int, st.SearchStrategy[Action]]) -> st.SearchStrategy[Action]:
     """`one_of` does not pick its branches evenly; this does, with weights."""
     pool = [strategy for weight, strategy in choices for _ in range(weight)]
@@ -50,10 +49,18 @@ def weighted(*choices: tuple[int, st.SearchStrategy[Action]]) -> st.SearchStrate
 deliveries = st.lists(st.integers(0, 400), min_size=1, max_size=10)
 # Each action is a tuple of plain values; indices pick among what the region sees at run time.
 action = weighted(
-    (6, st.tuples(st.just("xadd"), region_id, key, st.sampled_from(["*", "*", "ms"]),
-                  st.integers(-1, 2))),
-    (2, st.tuples(st.just("xdel"), region_id, key,
-                  st.lists(st.integers(0, 20), min_size=1, max_size=3))),
+    (
+        6,
+        st.tuples(
+            st.just("xadd"), region_id, key, st.sampled_from(["*", "*", "ms"]), st.integers(-1, 2)
+        ),
+    ),
+    (
+        2,
+        st.tuples(
+            st.just("xdel"), region_id, key, st.lists(st.integers(0, 20), min_size=1, max_size=3)
+        ),
+    ),
     (1, st.tuples(st.just("maxlen"), region_id, key, st.integers(0, 4))),
     (1, st.tuples(st.just("minid"), region_id, key, st.integers(0, 20))),
     (1, st.tuples(st.just("del"), region_id, key)),
@@ -70,8 +77,15 @@ action = weighted(
 id_reuse_action = weighted(
     (4, st.tuples(st.just("xadd"), region_id, st.just(b"a"), st.just("*"), st.just(0))),
     (2, st.tuples(st.just("del"), region_id, st.just(b"a"))),
-    (2, st.tuples(st.just("xdel"), region_id, st.just(b"a"),
-                  st.lists(st.integers(0, 20), min_size=1, max_size=2))),
+    (
+        2,
+        st.tuples(
+            st.just("xdel"),
+            region_id,
+            st.just(b"a"),
+            st.lists(st.integers(0, 20), min_size=1, max_size=2),
+        ),
+    ),
     (1, st.tuples(st.just("maxlen"), region_id, st.just(b"a"), st.integers(0, 2))),
     (1, st.tuples(st.just("minid"), region_id, st.just(b"a"), st.integers(0, 20))),
     (5, st.tuples(st.just("deliver"), region_id, deliveries)),

@@ -77,7 +77,8 @@ def test_packed_logs_read_like_a_map_per_origin(ops: list[tuple], max_entries: i
                 _, origin, ms, covered = item
                 threshold = (ms // 100, ms % 100)
                 gone = [
-                    s for s, (d, _f) in model.get(origin, {}).items()
+                    s
+                    for s, (d, _f) in model.get(origin, {}).items()
                     if s <= threshold and d <= covered
                 ]
                 assert logs.trim_observed(origin, threshold, covered) == len(gone)
@@ -86,9 +87,7 @@ def test_packed_logs_read_like_a_map_per_origin(ops: list[tuple], max_entries: i
             else:
                 covered = item[1]
                 removed = logs.remove_all_observed({1: covered, 2: covered, 3: covered})
-                gone = sorted(
-                    s for o in model for s, (d, _f) in model[o].items() if d <= covered
-                )
+                gone = sorted(s for o in model for s, (d, _f) in model[o].items() if d <= covered)
                 assert sorted(removed) == gone
                 for o in model:
                     model[o] = {s: v for s, v in model[o].items() if v[0] > covered}

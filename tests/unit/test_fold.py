@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from streams.crdt import ops
+from streams.crdt.fold import Fold
 from streams.crdt.region import Region
 from streams.ids import MIN_ID
-from streams.crdt.fold import Fold
 
 
 def _history() -> tuple[list[ops.Op], list[ops.Op], list[ops.LocalOp], Region]:

@@ -285,8 +285,7 @@ def test_xreadgroup_errors() -> None:
         "ID would just return an empty result set."
     )
     assert net.reply(1, "XREADGROUP GROUP g c STREAMS x y >") == CommandError(
-        "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be "
-        "specified."
+        "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
     )
     assert net.reply(1, "XREADGROUP COUNT 1 NOACK STREAMS x >") == CommandError(
         "ERR Missing GROUP option for XREADGROUP"
@@ -442,9 +441,16 @@ def test_xinfo_stream_shapes() -> None:
     reply = net(1, "XINFO STREAM x").reply
     assert isinstance(reply, Map)
     assert [k for k, _ in reply.pairs] == [
-        b"length", b"radix-tree-keys", b"radix-tree-nodes", b"last-generated-id",
-        b"max-deleted-entry-id", b"entries-added", b"recorded-first-entry-id", b"groups",
-        b"first-entry", b"last-entry",
+        b"length",
+        b"radix-tree-keys",
+        b"radix-tree-nodes",
+        b"last-generated-id",
+        b"max-deleted-entry-id",
+        b"entries-added",
+        b"recorded-first-entry-id",
+        b"groups",
+        b"first-entry",
+        b"last-entry",
     ]
     full = net(1, "XINFO STREAM x FULL").reply
     assert isinstance(full, Map)
@@ -476,9 +482,7 @@ def test_local_ops_rebuild_the_pel_on_replay() -> None:
         "XGROUP CREATECONSUMER x g zed",
     ):
         net(1, line, now=NOW + 5)
-    assert net.local[1][-2].body == ops.TouchConsumer(
-        b"x", b"g", b"alice", NOW + 5, ((1, (1, 0)),)
-    )
+    assert net.local[1][-2].body == ops.TouchConsumer(b"x", b"g", b"alice", NOW + 5, ((1, (1, 0)),))
     replayed = Region(1)
     for op in net.log[1]:
         replayed.receive(op)
@@ -495,9 +499,7 @@ def test_local_ops_rebuild_the_pel_on_replay() -> None:
 def _pel(region: Region) -> dict[object, object]:
     group = region.state.group(b"x", b"g")
     assert group is not None
-    return {
-        key: (e.consumer, e.delivery_time, e.delivery_count) for key, e in group.pel.items()
-    }
+    return {key: (e.consumer, e.delivery_time, e.delivery_count) for key, e in group.pel.items()}
 
 
 # --- pure parts ----------------------------------------------------------------------------------
@@ -505,8 +507,22 @@ def _pel(region: Region) -> dict[object, object]:
 
 def test_parse_read_args() -> None:
     parsed = parse_read_args(
-        [b"XREADGROUP", b"GROUP", b"g", b"c", b"COUNT", b"-1", b"BLOCK", b"0", b"NOACK",
-         b"STREAMS", b"a", b"b", b">", b"0"],
+        [
+            b"XREADGROUP",
+            b"GROUP",
+            b"g",
+            b"c",
+            b"COUNT",
+            b"-1",
+            b"BLOCK",
+            b"0",
+            b"NOACK",
+            b"STREAMS",
+            b"a",
+            b"b",
+            b">",
+            b"0",
+        ],
         group=True,
     )
     assert parsed.count is None and parsed.block_ms == 0 and parsed.noack

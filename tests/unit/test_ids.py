@@ -66,9 +66,25 @@ def test_dash_and_plus_are_ids_only_where_not_strict() -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    [b"", b"abc", b"1-", b"-1", b"1--1", b"1-a", b"1.5", b"1 ", b"1-2-3", b"0x10", b"(1", b"*",
-     b"1-*", b"18446744073709551616", b"1-18446744073709551616", b"-18446744073709551616",
-     b"9" * 128],
+    [
+        b"",
+        b"abc",
+        b"1-",
+        b"-1",
+        b"1--1",
+        b"1-a",
+        b"1.5",
+        b"1 ",
+        b"1-2-3",
+        b"0x10",
+        b"(1",
+        b"*",
+        b"1-*",
+        b"18446744073709551616",
+        b"1-18446744073709551616",
+        b"-18446744073709551616",
+        b"9" * 128,
+    ],
 )
 def test_malformed_ids_are_refused_with_the_redis_text(raw: bytes) -> None:
     with fails_with(errors.INVALID_ID):
@@ -272,8 +288,11 @@ def test_strict_auto_id_with_no_room_anywhere_is_an_exhausted_stream() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(
-    top=st.one_of(st.none(), st.tuples(st.integers(0, 3), st.integers(0, 2000)),
-                  st.tuples(st.integers(0, 3), st.integers(U64_MAX - 600, U64_MAX))),
+    top=st.one_of(
+        st.none(),
+        st.tuples(st.integers(0, 3), st.integers(0, 2000)),
+        st.tuples(st.integers(0, 3), st.integers(U64_MAX - 600, U64_MAX)),
+    ),
     now=st.integers(0, 4),
     spec=st.sampled_from([b"*", b"0", b"1", b"2", b"3", b"4"]),
     regions=st.lists(st.integers(1, MAX_REGION_ID), min_size=2, max_size=4, unique=True),

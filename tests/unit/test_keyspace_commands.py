@@ -79,11 +79,40 @@ def _parse(raw: bytes) -> object:
     return reader.gets()
 
 
-GLOB_KEYS = [b"", b"a", b"b", b"ab", b"abc", b"a]c", b"a-c", b"\\", b"*", b"[", b"^", b"a\xffb",
-             b"hello", b"hallo", b"h*llo", b"x" * 30]
+GLOB_KEYS = [
+    b"",
+    b"a",
+    b"b",
+    b"ab",
+    b"abc",
+    b"a]c",
+    b"a-c",
+    b"\\",
+    b"*",
+    b"[",
+    b"^",
+    b"a\xffb",
+    b"hello",
+    b"hallo",
+    b"h*llo",
+    b"x" * 30,
+]
 GLOB_PATTERNS = [c[0] for c in GLOB_CASES] + [
-    b"a?c", b"a[]-]c", b"a[\\]]c", b"[^a]*", b"*[", b"\\", b"[\\", b"a[z-a]c", b"[\x80-\xff]*",
-    b"a[\xff]b", b"?", b"??", b"*?*", b"[*]", b"[?]",
+    b"a?c",
+    b"a[]-]c",
+    b"a[\\]]c",
+    b"[^a]*",
+    b"*[",
+    b"\\",
+    b"[\\",
+    b"a[z-a]c",
+    b"[\x80-\xff]*",
+    b"a[\xff]b",
+    b"?",
+    b"??",
+    b"*?*",
+    b"[*]",
+    b"[?]",
 ]
 
 
@@ -99,8 +128,9 @@ def test_glob_agrees_with_redis_keys(redis_db: RawClient) -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.text("ab[]^-\\*?", max_size=7).map(str.encode), min_size=1, max_size=8))
-def test_glob_random_patterns_agree_with_redis(redis_server: RedisServer, patterns: list[bytes]
-                                               ) -> None:
+def test_glob_random_patterns_agree_with_redis(
+    redis_server: RedisServer, patterns: list[bytes]
+) -> None:
     conn = redis_server.connect()
     try:
         conn.call([b"SELECT", b"10"])
@@ -122,8 +152,14 @@ def test_glob_random_patterns_agree_with_redis(redis_server: RedisServer, patter
 
 @pytest.mark.parametrize(
     ("raw", "value"),
-    [(b"0", 0), (b"", 0), (b"00", 0), (b"+7", 7), (b"-1", 2**64 - 1),
-     (b"18446744073709551615", 2**64 - 1)],
+    [
+        (b"0", 0),
+        (b"", 0),
+        (b"00", 0),
+        (b"+7", 7),
+        (b"-1", 2**64 - 1),
+        (b"18446744073709551615", 2**64 - 1),
+    ],
 )
 def test_scan_cursor_parses_as_strtoull(raw: bytes, value: int) -> None:
     assert parse_cursor(raw) == value
@@ -201,7 +237,8 @@ def test_scan_command_options() -> None:
             break
     assert sorted(seen) == sorted(b"user:%d" % i for i in range(30))
     assert run(region, [b"SCAN", b"0", b"TYPE", b"STREAM", b"COUNT", b"100"], 0).reply == [
-        b"0", [k for _, k in sorted((key_hash(k), k) for k in region.state.existing_keys())]
+        b"0",
+        [k for _, k in sorted((key_hash(k), k) for k in region.state.existing_keys())],
     ]
     assert run(region, [b"SCAN", b"0", b"TYPE", b"string"], 0).reply[1] == []  # type: ignore[index]
 
@@ -266,7 +303,10 @@ def test_flushall_is_one_observed_remove_del_per_key() -> None:
     sim.execute(2, (b"XADD", b"a", b"*", b"concurrent", b"r2"), 2_000)  # not seen by r1
     region = sim.regions[1]
     assert keyspace.flush_ops(region.state) == [
-        ops.Del(b"a"), ops.Del(b"b"), ops.Del(b"c"), ops.Del(b"g-only")
+        ops.Del(b"a"),
+        ops.Del(b"b"),
+        ops.Del(b"c"),
+        ops.Del(b"g-only"),
     ]
     assert sim.execute(1, (b"FLUSHALL", b"ASYNC"), None) == b"OK"
     assert sim.execute(1, (b"DBSIZE",), None) == 0

@@ -21,9 +21,17 @@ B = {"kafka.bootstrap.servers": "h:1"}
 
 
 def test_options_are_read_in_any_case_with_kafka_source_names() -> None:
-    opts = parse({"Kafka.Bootstrap.Servers": "h:1", "SUBSCRIBE": "r1.oplog, r2.oplog",
-                  "startingoffsets": '{"r1.oplog": {"0": 5}}', "maxOffsetsPerTrigger": "10",
-                  "minPartitions": "3", "failOnDataLoss": "false", "includeHeaders": "true"})
+    opts = parse(
+        {
+            "Kafka.Bootstrap.Servers": "h:1",
+            "SUBSCRIBE": "r1.oplog, r2.oplog",
+            "startingoffsets": '{"r1.oplog": {"0": 5}}',
+            "maxOffsetsPerTrigger": "10",
+            "minPartitions": "3",
+            "failOnDataLoss": "false",
+            "includeHeaders": "true",
+        }
+    )
     assert opts.bootstrap == "h:1"
     assert opts.subscribe == ("r1.oplog", "r2.oplog")
     assert opts.starting == {"r1.oplog": {0: 5}}
@@ -156,9 +164,11 @@ def _region_with_groups(seed: int, entries: int) -> Region:
         refs = tuple((1, sid) for sid, _o, _f in ks.entries.range((0, 0), (2**64 - 1, 2**64 - 1)))
         for c in range(3):
             part = refs[c::3][:1500]
-            r.apply_local(r.issue_local(
-                ops.Deliver(key, b"grp", b"c%d" % c, 1000 + c, part, False, len(part)), 1000 + c
-            ))
+            r.apply_local(
+                r.issue_local(
+                    ops.Deliver(key, b"grp", b"c%d" % c, 1000 + c, part, False, len(part)), 1000 + c
+                )
+            )
     return r
 
 
@@ -175,8 +185,9 @@ def test_snapshot_from_key_parts_is_write_snapshot_byte_for_byte(seed: int) -> N
     header.local_seq = region.local_seq
     header.causal.applied.update(region.causal.applied)
     got = io.BytesIO()
-    digest = write_parts(header, positions, parts, got, region_name="r1", meta=meta,
-                         sync_marker=marker, threads=3)
+    digest = write_parts(
+        header, positions, parts, got, region_name="r1", meta=meta, sync_marker=marker, threads=3
+    )
     assert digest == region.state.digest()
     assert got.getvalue() == ref.getvalue()
     assert sum(map(len, (p.digest_feed for p in parts))) > 0

@@ -344,7 +344,9 @@ async def test_held_replies_leave_in_request_order_once_their_commit_is_done() -
     in one write."""
     commits: dict[bytes, asyncio.Future[CommandError | None]] = {}
     protocol, transport = connect(held_handler(commits))
-    protocol.data_received(frame(b"HOLD", b"b1", b"a") + frame(b"PING") + frame(b"HOLD", b"b2", b"c"))
+    protocol.data_received(
+        frame(b"HOLD", b"b1", b"a") + frame(b"PING") + frame(b"HOLD", b"b2", b"c")
+    )
     await settle(lambda: len(commits) == 2)
     assert bytes(transport.out) == b""
     commits[b"b2"].set_result(None)  # the later batch committed first: nothing may go yet

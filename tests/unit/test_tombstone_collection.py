@@ -93,10 +93,15 @@ def test_progress_is_learned_from_the_ops_context() -> None:
 
 
 step = st.one_of(
-    st.tuples(st.sampled_from(ALL), st.sampled_from(["XADD", "DEL", "CREATE", "DESTROY"]),
-              st.sampled_from(["a", "a", "a", "b"]), st.sampled_from(["g", "g", "g", "h"])),
-    st.tuples(st.just(0), st.sampled_from([(1, 2), (2, 3), (1, 3), (1, 2, 3)]),
-              st.just(""), st.just("")),
+    st.tuples(
+        st.sampled_from(ALL),
+        st.sampled_from(["XADD", "DEL", "CREATE", "DESTROY"]),
+        st.sampled_from(["a", "a", "a", "b"]),
+        st.sampled_from(["g", "g", "g", "h"]),
+    ),
+    st.tuples(
+        st.just(0), st.sampled_from([(1, 2), (2, 3), (1, 3), (1, 2, 3)]), st.just(""), st.just("")
+    ),
     st.tuples(st.just(-1), st.sampled_from(ALL), st.just(""), st.just("")),
 )
 

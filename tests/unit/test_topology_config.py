@@ -472,7 +472,8 @@ def node(**fields: object) -> dict[str, object]:
         ),
         (
             nodes_toml(node(resp_port=1, shards="0-3", colour="red")),
-            r"region 'r1', node 0: unknown key\(s\) 'colour' \(known: resp_port, bind, shards, announce\)",
+            r"region 'r1', node 0: unknown key\(s\) 'colour' "
+            r"\(known: resp_port, bind, shards, announce\)",
         ),
         (
             nodes_toml(node(resp_port=1, shards="x")),
