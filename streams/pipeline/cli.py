@@ -9,13 +9,16 @@ import argparse
 import sys
 import time
 
+from streams import progress
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     spark = sub.add_parser(
         "spark",
         help="Spark jobs over the op logs: audit, export, follow, snapshot",
         description="Run a PySpark job over the op logs read by the streams_oplog data source "
-        "(docs/pipeline.md). --master defaults to local[*]; Spark reports its own progress.",
+        "(docs/pipeline.md). --master defaults to local[*]; Spark's console progress bar reports "
+        "its progress on a terminal (--quiet: off; --progress: also when not a terminal).",
     )
     jobs = spark.add_subparsers(dest="job", required=True, metavar="JOB")
 
@@ -27,6 +30,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
             default=None,
             help="spark.sql.shuffle.partitions (default: Spark's)",
         )
+        p.add_argument(
+            "--conf",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="a Spark setting (repeatable), e.g. spark.driver.host=HOST; on a local master "
+            "the driver binds to 127.0.0.1 unless this, SPARK_LOCAL_IP or PYSPARK_SUBMIT_ARGS "
+            "says otherwise (docs/pipeline.md)",
+        )
+        progress.add_arguments(p)
 
     audit = jobs.add_parser(
         "audit", help="compare clusters: digests per key, duplicate IDs, op counts, lag percentiles"
@@ -91,8 +104,20 @@ def run(args: argparse.Namespace) -> int:
 
     from streams.pipeline.kafka_io import SourceError
     from streams.pipeline.options import OptionError
+    from streams.pipeline.session import parse_conf
 
-    spark = spark_session(args.master, args.shuffle_partitions, app=f"streams-{args.job}")
+    try:
+        conf = parse_conf(args.conf)
+    except ValueError as exc:
+        print(f"streams spark {args.job}: {exc}", file=sys.stderr)
+        return 2
+    spark = spark_session(
+        args.master,
+        args.shuffle_partitions,
+        app=f"streams-{args.job}",
+        progress=progress.wanted(args),
+        conf=conf,
+    )
     try:
         return _run(spark, args)
     except (SourceError, OptionError, ValueError, PySparkException) as exc:

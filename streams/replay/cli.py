@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from streams import progress
 from streams.replay import reader, verbs
 from streams.replay.describe import SCHEMA_VERSION
 from streams.replay.positions import PositionError
@@ -136,6 +137,7 @@ def register(sub: Any) -> dict[str, Handler]:
     _cluster_args(rp)
     _replay_args(rp)
     _shard_arg(rp, "replay only this shard")
+    progress.add_arguments(rp)
     rp.add_argument("--key", help="print only this key")
     rp.add_argument("--digest", action="store_true", help="print only the digest")
     rp.add_argument("--json", action="store_true", help=f"JSON lines (schema v{SCHEMA_VERSION})")
@@ -160,6 +162,7 @@ def register(sub: Any) -> dict[str, Handler]:
     _cluster_args(sn)
     _replay_args(sn)
     _shard_arg(sn, "only this shard's snapshot, written to --out")
+    progress.add_arguments(sn)
     sn.add_argument(
         "--out",
         required=True,
@@ -185,6 +188,7 @@ def register(sub: Any) -> dict[str, Handler]:
         help="the region of each cluster, in the same order (default: inferred)",
     )
     _shard_arg(df, "compare only this shard")
+    progress.add_arguments(df)
     df.add_argument("--json", action="store_true", help=f"JSON lines (schema v{SCHEMA_VERSION})")
 
     hs = sub.add_parser(
@@ -203,6 +207,7 @@ def register(sub: Any) -> dict[str, Handler]:
     hs.add_argument("key", help="the stream key")
     _cluster_args(hs)
     _replay_args(hs, snapshot=False)
+    progress.add_arguments(hs)
     _shard_arg(hs, "the key's shard (found from the key when omitted; --at then applies to it)")
     hs.add_argument("--json", action="store_true", help=f"JSON lines (schema v{SCHEMA_VERSION})")
     return {

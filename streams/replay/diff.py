@@ -12,6 +12,8 @@ own shared position and its own first diverging op; `diff_clusters` does that ov
 (or the one asked for).
 
 Pure: works on records already read (`Loaded`, one shard's); `load` reads them from a cluster.
+Both can take minutes on long logs, so they tick a `streams.progress.Progress`: records read,
+then records folded (every refold of the bisection counts).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from streams.crdt import ops
 from streams.crdt.fold import Applied, Fold
 from streams.crdt.region import Region
 from streams.ops.codec import decode
+from streams.progress import Progress
 from streams.replay import reader
 from streams.replay.describe import key_digests, text
 from streams.replay.logs import discover
@@ -54,16 +57,24 @@ class Cluster:
     names: dict[int, str] = field(default_factory=dict)
 
 
-def load(bootstrap: str, region: str | None = None, shard: int | None = None) -> Cluster:
+def load(
+    bootstrap: str,
+    region: str | None = None,
+    shard: int | None = None,
+    progress: Progress | None = None,
+) -> Cluster:
     """Every record of the region's logs on this cluster, in memory (bisection refolds them),
     split by shard: partition s of every log is shard s."""
     logs = discover(bootstrap, region)
+    tick = progress or Progress.off()
+    tick.stage(f"reading {logs.region_name} from {bootstrap}", unit="records")
     shards = logs.shards_for(shard)
     records: dict[int, list[Logged]] = {s: [] for s in shards}
 
     def sink(raw: reader.Raw) -> bool:
         part = (raw.topic, raw.partition)
         records[raw.partition].append((part, raw.offset, decode(raw.value)))
+        tick.tick()
         return True
 
     reader.read(bootstrap, {(logs.local, s): 0 for s in shards}, sink)
@@ -72,14 +83,20 @@ def load(bootstrap: str, region: str | None = None, shard: int | None = None) ->
     return Cluster(logs.region_name, logs.shards, loaded, logs.names)
 
 
-def diff_clusters(a: Cluster, b: Cluster) -> dict[int, Report]:
+def diff_clusters(a: Cluster, b: Cluster, progress: Progress | None = None) -> dict[int, Report]:
     """`diff` of each shard: shard s of `a` against shard s of `b`."""
     if a.shards != b.shards:
         raise PositionError(
             f"{a.name} has {a.shards} shard(s) and {b.name} {b.shards}: regions of one database "
             "have the same shards"
         )
-    return {s: diff(a.loaded[s], b.loaded[s]) for s in sorted(a.loaded)}
+    reports: dict[int, Report] = {}
+    for s in sorted(a.loaded):
+        if progress is not None:
+            which = f" shard {s}" if a.shards > 1 else ""
+            progress.stage(f"comparing{which}", unit="records folded")
+        reports[s] = diff(a.loaded[s], b.loaded[s], progress=progress)
+    return reports
 
 
 def fold(
@@ -87,10 +104,13 @@ def fold(
     cut: dict[int, int] | None = None,
     make_region: RegionFactory = Region,
     observer: Callable[[Applied], None] | None = None,
+    progress: Progress | None = None,
 ) -> Fold:
     f = Fold(make_region(loaded.region_id), cut=cut, observer=observer)
+    tick = (progress or Progress.off()).tick
     for part, offset, record in loaded.records:
         f.feed(part, offset, record)
+        tick()
     f.finish()
     return f
 
@@ -138,8 +158,11 @@ def diff(
     b: Loaded,
     make_a: RegionFactory = Region,
     make_b: RegionFactory = Region,
+    progress: Progress | None = None,
 ) -> Report:
-    full_a, full_b = fold(a, make_region=make_a), fold(b, make_region=make_b)
+    p = progress
+    full_a = fold(a, make_region=make_a, progress=p)
+    full_b = fold(b, make_region=make_b, progress=p)
     shared = _min_vector(full_a.region.vector, full_b.region.vector)
     order: list[Applied] = []
 
@@ -147,10 +170,10 @@ def diff(
         if isinstance(x.record, ops.Op):
             order.append(x)
 
-    at_a = fold(a, shared, make_a, keep)
-    at_b = fold(b, shared, make_b)
+    at_a = fold(a, shared, make_a, keep, p)
+    at_b = fold(b, shared, make_b, progress=p)
     bug_keys = _changed(key_digests(at_a.region), key_digests(at_b.region))
-    bugs = [_bisect(a, b, key, order, make_a, make_b) for key in bug_keys]
+    bugs = [_bisect(a, b, key, order, make_a, make_b, p) for key in bug_keys]
     lagging: list[Lag] = []
     for key in _changed(key_digests(full_a.region), key_digests(full_b.region)):
         if key in bug_keys:
@@ -159,7 +182,7 @@ def diff(
             ("b", a, make_a, b, full_b),
             ("a", b, make_b, a, full_a),
         ):
-            lag = _lag(key, side, ahead, make, behind, behind_fold)
+            lag = _lag(key, side, ahead, make, behind, behind_fold, p)
             if lag is not None:
                 lagging.append(lag)
     equal = len(set(key_digests(full_a.region)) | set(key_digests(full_b.region))) - len(
@@ -175,6 +198,7 @@ def _lag(
     make: RegionFactory,
     behind: Loaded,
     behind_fold: Fold,
+    progress: Progress | None = None,
 ) -> Lag | None:
     """Ops on `key` that the `ahead` side applied and `side` (the behind one) did not."""
     applied = behind_fold.region.vector
@@ -186,7 +210,7 @@ def _lag(
             if record.seq > applied.get(record.origin, 0):
                 ops_ahead.append(record)
 
-    fold(ahead, make_region=make, observer=keep)
+    fold(ahead, make_region=make, observer=keep, progress=progress)
     if not ops_ahead:
         return None
     in_behind = {(r.origin, r.seq) for _p, _o, r in behind.records if isinstance(r, ops.Op)}
@@ -202,6 +226,7 @@ def _bisect(
     order: list[Applied],
     make_a: RegionFactory,
     make_b: RegionFactory,
+    progress: Progress | None = None,
 ) -> Divergence:
     """Smallest i such that, after side a's first i ops, the key differs between the sides."""
     vectors: list[dict[int, int]] = [{}]
@@ -213,8 +238,8 @@ def _bisect(
         vectors.append(current)
 
     def differs(i: int) -> bool:
-        da = key_digests(fold(a, vectors[i], make_a).region).get(key)
-        db = key_digests(fold(b, vectors[i], make_b).region).get(key)
+        da = key_digests(fold(a, vectors[i], make_a, progress=progress).region).get(key)
+        db = key_digests(fold(b, vectors[i], make_b, progress=progress).region).get(key)
         return da != db
 
     lo, hi = 0, len(order)  # differs(hi) is known; find the first i that differs

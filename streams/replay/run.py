@@ -16,7 +16,6 @@ result is tainted.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from streams.crdt.fold import Fold, Observer, Record
 from streams.crdt.region import Region
 from streams.ids import IdMode
 from streams.ops.codec import DecodeError, decode
+from streams.progress import Progress
 from streams.replay import reader
 from streams.replay.describe import SCHEMA_VERSION
 from streams.replay.logs import Logs, discover
@@ -75,6 +75,7 @@ class Request:
     on_corrupt: str = "fail"
     audit: str | None = None
     progress: bool = False
+    """Report progress on stderr about once a second (`streams.progress`)."""
     observer: Observer | None = None
     id_mode: str = "strict"
     listen: Listener | None = None
@@ -94,35 +95,6 @@ class Start:
     region: Region
     positions: Positions = field(default_factory=dict)
     tainted: bool = False
-
-
-class Progress:
-    """`replay: N records, X ops/s, ETA` on stderr about once a second (off with --json)."""
-
-    def __init__(self, enabled: bool, total: int | None, out: TextIO = sys.stderr) -> None:
-        self.enabled = enabled
-        self.total = total
-        self.out = out
-        self.done = 0
-        self.started = time.monotonic()
-        self._last = self.started
-
-    def __call__(self, n: int) -> None:
-        self.done += n
-        now = time.monotonic()
-        if not self.enabled or now - self._last < 1.0:
-            return
-        self._last = now
-        rate = self.done / max(now - self.started, 1e-6)
-        eta = ""
-        if self.total and rate > 0:
-            eta = f", ETA {max(0.0, (self.total - self.done) / rate):.0f}s"
-        of = f" of ~{self.total}" if self.total else ""
-        print(
-            f"replay: {self.done}{of} records, {rate:,.0f} records/s{eta}",
-            file=self.out,
-            flush=True,
-        )
 
 
 def _starts(req: Request, logs: Logs, shards: list[int]) -> dict[int, Start]:
@@ -235,6 +207,7 @@ def replay(req: Request) -> Replayed:
     result = Replayed(folds, logs, tainted_shards={s for s, x in starts.items() if x.tainted})
     max_seq: dict[tuple[int, int], int] = {}
     audit = _Audit(req.audit)
+    progress = Progress("replay", req.progress)
 
     def sink(raw: reader.Raw) -> bool:
         part = (raw.topic, raw.partition)
@@ -242,6 +215,7 @@ def replay(req: Request) -> Replayed:
         if until_ms is not None and raw.timestamp_ms is not None and raw.timestamp_ms > until_ms:
             return False
         result.records += 1
+        progress.tick()  # the records the result counts, so the two figures agree
         try:
             record = decode(raw.value)
         except DecodeError as exc:
@@ -276,19 +250,18 @@ def replay(req: Request) -> Replayed:
             return True
         return record.seq <= fold.cut.get(record.origin, 0)
 
-    progress = Progress(req.progress, None)
-
     def read_from(topics: list[str]) -> dict[Partition, int]:
         begin = {
             (t, s): start.positions.get((t, s), 0) for t in topics for s, start in starts.items()
         }
-        return reader.read(req.bootstrap, begin, sink, stops=stops, progress=progress)
+        return reader.read(req.bootstrap, begin, sink, stops=stops)
 
     try:
         ended = read_from([logs.local])
         ended.update(read_from(logs.oplogs))
     finally:
         audit.close()
+        progress.finish()
     for fold in folds.values():
         fold.finish()
     for part, wanted in stops.items():

@@ -277,7 +277,7 @@ def serve_replay(req: Request, host: str, port: int) -> int:
     """The `--serve` entry point: replay, then serve until SIGINT / SIGTERM. Exit 2 when the
     first state served was built over skipped records (tainted), else 0."""
     where: dict[str, str | None] = {"at": req.at, "offsets": req.offsets, "time": req.time}
-    view = load(req, where, replay, progress=True)
+    view = load(req, where, replay, progress=req.progress)
     if view.result.tainted:
         print(
             f"streams replay: TAINTED: built over {len(view.result.skipped)} skipped "

@@ -16,6 +16,8 @@ import time
 from typing import Any
 
 from streams.ops.codec import DecodeError, decode
+from streams.progress import Progress
+from streams.progress import wanted as progress_wanted
 from streams.replay import reader
 from streams.replay.describe import (
     SCHEMA_VERSION,
@@ -179,9 +181,8 @@ def replay_verb(args: argparse.Namespace) -> int:
     if args.serve is not None:
         from streams.replay.serve import serve_replay
 
-        return serve_replay(request(args, progress=True), args.host, args.serve)
-    quiet = args.json or args.digest
-    result = replay(request(args, progress=not quiet))
+        return serve_replay(request(args, progress_wanted(args)), args.host, args.serve)
+    result = replay(request(args, progress_wanted(args)))
     key = args.key.encode() if args.key else None
     states = [region.state for region in result.regions().values()]
     if args.digest:
@@ -227,7 +228,7 @@ def shard_file(path: str, shard: int) -> str:
 
 
 def snapshot_verb(args: argparse.Namespace) -> int:
-    req = request(args, progress=True)
+    req = request(args, progress_wanted(args))
     result = replay(req)
     per_file = result.shard is None and result.shards > 1
     written: list[str] = []
@@ -270,10 +271,11 @@ def diff_verb(args: argparse.Namespace) -> int:
     regions = args.region or [None, None]
     if len(regions) != 2:
         raise PositionError("give --region twice (one per --bootstrap) or not at all")
-    a = d.load(args.bootstrap[0], regions[0], args.shard)
-    b = d.load(args.bootstrap[1], regions[1], args.shard)
+    with Progress("diff", progress_wanted(args)) as progress:
+        a = d.load(args.bootstrap[0], regions[0], args.shard, progress)
+        b = d.load(args.bootstrap[1], regions[1], args.shard, progress)
+        reports = d.diff_clusters(a, b, progress)
     names = {**a.names, **b.names}
-    reports = d.diff_clusters(a, b)
     sharded = a.shards > 1
     side = {"a": a.name, "b": b.name}
     shared = at_text({s: r.shared for s, r in reports.items()}, names, a.shards)
@@ -351,7 +353,7 @@ def diff_verb(args: argparse.Namespace) -> int:
 def history_verb(args: argparse.Namespace) -> int:
     from streams.replay import history as hist
 
-    h = hist.history(request(args, progress=not args.json), args.key.encode())
+    h = hist.history(request(args, progress_wanted(args)), args.key.encode())
     result = h.result
     views = [hist.step_view(step, h) for step in [*h.steps, *h.unapplied]]
     summary_line = hist.summary_view(h)
