@@ -55,14 +55,23 @@ def parse_pairs(text: str, what: str, allow_empty: bool = False) -> list[tuple[s
 def resolve_at(text: str, ids: Mapping[str, int], allow_empty: bool = False) -> Cut:
     """`r1=120,r2=98` -> {origin id: seq}; `ids` maps region names to ids (from the logs)."""
     cut: Cut = {}
+    named: dict[int, str] = {}
     for name, seq in parse_pairs(text, "--at", allow_empty):
         if name in ids:
-            cut[ids[name]] = seq
+            origin = ids[name]
         elif name.isdigit():
-            cut[int(name)] = seq
+            origin = int(name)
         else:
             known = ", ".join(sorted(ids)) or "none"
             raise PositionError(f"--at: unknown region {name!r} (regions in these logs: {known})")
+        if origin in cut:
+            # `r1=4,r1=5` is a typo, not a position: taking the last silently hides it.
+            raise PositionError(
+                f"--at: region {name} named twice ({named[origin]}={cut[origin]} and "
+                f"{name}={seq}): give each region once"
+            )
+        cut[origin] = seq
+        named[origin] = name
     return cut
 
 
@@ -129,7 +138,13 @@ def parse_offsets(text: str) -> dict[tuple[str, int], int]:
             topic, partition = name, "0"
         if not topic or not partition.isdigit():
             raise PositionError(f"--offsets: {name!r} is not TOPIC or TOPIC:PARTITION")
-        out[(topic, int(partition))] = offset
+        part = (topic, int(partition))
+        if part in out:
+            raise PositionError(
+                f"--offsets: {topic}:{part[1]} named twice ({out[part]} and {offset}): give each "
+                "topic partition once"
+            )
+        out[part] = offset
     return out
 
 

@@ -60,6 +60,25 @@ def test_offsets_take_an_optional_partition() -> None:
             parse_offsets(bad)
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("r1=4,r1=5", "region r1 named twice (r1=4 and r1=5)"),
+        ("r1=4,1=5", "region 1 named twice (r1=4 and 1=5)"),  # by name and by id
+        ("0:r2=1,r2=2;1:r1=1", "region r2 named twice"),  # within one shard's part
+    ],
+)
+def test_a_region_named_twice_is_refused(text: str, message: str) -> None:
+    """`--at r1=4,r1=5` once replayed to r1=5 without a word (issue 26, item 6)."""
+    with pytest.raises(PositionError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        resolve_cuts(text, IDS, 2, [0])
+
+
+def test_a_partition_named_twice_is_refused() -> None:
+    with pytest.raises(PositionError, match=r"r1.oplog:0 named twice \(3 and 5\)"):
+        parse_offsets("r1.oplog=3,r1.oplog:0=5")
+
+
 def test_snapshot_files_per_shard_carry_the_shard_before_the_extension() -> None:
     assert shard_file("out/r1.snap", 2) == "out/r1-s2.snap"
     assert shard_file("r1", 0) == "r1-s0"
