@@ -7,19 +7,29 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import redis
 
+from streams import exits
 from streams.cluster.layout import slot_runs
 from streams.ids import IdMode
 from streams.pipeline import cli as sparkcli
+from streams.replay import kafka_connect
 from streams.replay.cli import register as register_replay_verbs
 from streams.scenarios import Scenario, SyncStep, load_all
 from streams.scenarios.resp_driver import RespDriver
 from streams.scenarios.runner import Outcome, run
 from streams.scenarios.sim import SimulatedRegions
 from streams.sdk import groupcli
-from topology.config import NodeConfig, Topology, TopologyError, format_shard_set, load
+from topology.config import (
+    NodeConfig,
+    RegionConfig,
+    Topology,
+    TopologyError,
+    format_shard_set,
+    load,
+)
 from topology.local import LocalTopology
 
 STATE_DIR = Path(".streams")
@@ -37,12 +47,12 @@ def _up(args: argparse.Namespace) -> int:
                 " file says them ([topology] shards, [[region.node]] tables)",
                 file=sys.stderr,
             )
-            return 2
+            return exits.USAGE
         try:
             external = load(args.topology)
         except (OSError, TopologyError) as exc:
             print(f"streams up: {exc}", file=sys.stderr)
-            return 2
+            return exits.UNRESOLVED
     what = f"topology {args.topology}" if external else f"{args.regions} embedded regions"
     if external is None and (args.shards, args.nodes) != (1, 1):
         what += f", {args.shards} shard(s) on {args.nodes} node(s) each"
@@ -60,7 +70,7 @@ def _up(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         print(f"streams up: {exc}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     print(f"streams up: starting {what} ...", flush=True)
     args.state_dir.mkdir(parents=True, exist_ok=True)
     stop = threading.Event()
@@ -71,7 +81,7 @@ def _up(args: argparse.Namespace) -> int:
     except Exception as exc:
         topo.close()
         print(f"streams up: {exc}", file=sys.stderr)
-        return 1
+        return exits.FAILED
     try:
         assert topo.topology is not None
         _print_regions(topo.topology)
@@ -127,38 +137,57 @@ def _status(args: argparse.Namespace) -> int:
         topology = load(path)
     except (OSError, TopologyError) as exc:
         print(f"streams status: {exc} (is `streams up` running?)", file=sys.stderr)
-        return 2
-    code = 0
-    for cfg in topology.regions:
-        for node in cfg.nodes:
-            name = cfg.name if len(cfg.nodes) == 1 else f"{cfg.name} node {node.index}"
-            client = redis.Redis(host=node.bind, port=node.resp_port, socket_timeout=2)
-            try:
-                flat = client.execute_command("CRDT.INFO")  # type: ignore[no-untyped-call]
-            except redis.RedisError as exc:
-                print(f"{name}: unreachable on {node.address} ({exc})")
-                code = 1
-                continue
-            finally:
-                client.close()
-            info = {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
-            text = {k: v.decode() if isinstance(v, bytes) else str(v) for k, v in info.items()}
-            where = node.address
-            if topology.shards > 1:
-                where += f" ({_slots_text(topology.shards, node)})"
-            print(f"{name} (id {cfg.id}, {text.get('id_mode', '?')}) on {where}")
-            print(f"  applied vector:        {text.get('vector') or '-'}")
-            print(f"  ops waiting (causal):  {text.get('waiting_ops') or '-'}")
-            print(f"  ms since last op from: {text.get('ms_since_last_op') or '-'}")
-            # Per-shard lines, as the node gives them (fields named shard...).
-            for key, value in text.items():
-                if key.startswith("shard"):
-                    print(f"  {key}: {value}")
-            for key in ("write_fault", "materializer_error"):
-                if text.get(key):
-                    print(f"  {key.replace('_', ' ')}: {text[key]}")
-                    code = 1
+        return exits.UNRESOLVED
+    code = exits.OK
+    answers = [(cfg, node, _crdt_info(node)) for cfg in topology.regions for node in cfg.nodes]
+    failed = [(cfg, node, a) for cfg, node, a in answers if isinstance(a, redis.RedisError)]
+    if failed:
+        code = exits.UNREACHABLE
+    if failed and len(failed) == len(answers):  # one line on stderr, not one per node
+        what = "; ".join(f"{_node_name(c, n)} on {n.address}: {a}" for c, n, a in failed)
+        print(
+            f"streams status: no node of {path} answered ({what}); is `streams up` running?",
+            file=sys.stderr,
+        )
+        return code
+    for cfg, node, flat in answers:
+        name = _node_name(cfg, node)
+        if isinstance(flat, redis.RedisError):
+            print(f"{name}: unreachable on {node.address} ({flat})")
+            continue
+        info = {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
+        text = {k: v.decode() if isinstance(v, bytes) else str(v) for k, v in info.items()}
+        where = node.address
+        if topology.shards > 1:
+            where += f" ({_slots_text(topology.shards, node)})"
+        print(f"{name} (id {cfg.id}, {text.get('id_mode', '?')}) on {where}")
+        print(f"  applied vector:        {text.get('vector') or '-'}")
+        print(f"  ops waiting (causal):  {text.get('waiting_ops') or '-'}")
+        print(f"  ms since last op from: {text.get('ms_since_last_op') or '-'}")
+        # Per-shard lines, as the node gives them (fields named shard...).
+        for key, value in text.items():
+            if key.startswith("shard"):
+                print(f"  {key}: {value}")
+        for key in ("write_fault", "materializer_error"):
+            if text.get(key):
+                print(f"  {key.replace('_', ' ')}: {text[key]}")
+                code = max(code, exits.DIFFERS)
     return code
+
+
+def _node_name(cfg: RegionConfig, node: NodeConfig) -> str:
+    return cfg.name if len(cfg.nodes) == 1 else f"{cfg.name} node {node.index}"
+
+
+def _crdt_info(node: NodeConfig) -> Any:
+    """The node's CRDT.INFO reply, or the error that kept it from answering."""
+    client = redis.Redis(host=node.bind, port=node.resp_port, socket_timeout=2)
+    try:
+        return client.execute_command("CRDT.INFO")  # type: ignore[no-untyped-call]
+    except redis.RedisError as exc:
+        return exc
+    finally:
+        client.close()
 
 
 # --- demo -------------------------------------------------------------------------------------
@@ -225,9 +254,24 @@ NOT_BUILT: dict[str, str] = {}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    """The `streams` command. A closed stdout and Ctrl-C end it quietly, with the statuses of
+    `streams.exits` (141, 130); usage errors exit 64."""
+    return exits.guarded(lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = exits.ArgumentParser(
         prog="streams",
         description="Active-active Redis Streams, event-sourced on Kafka.",
+        epilog=exits.epilog(*exits.MEANING),
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="show the Kafka client's own log on stderr (-vv: with debug contexts); "
+        "also accepted after the verb",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -237,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Start the embedded topology (one Tansu broker per region, the mirrors, the "
         "nodes of each region) or, with --topology, nodes and mirrors for existing Kafka "
         "clusters. The embedded brokers keep nothing on disk: for durable data use --topology.",
+        epilog=exits.epilog(exits.UNRESOLVED, exits.FAILED),
     )
     up.add_argument("--regions", type=int, default=3, help="embedded regions (default 3)")
     up.add_argument("--topology", help="topology TOML file naming existing Kafka clusters")
@@ -269,16 +314,27 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     status = sub.add_parser(
-        "status", help="each node: applied vectors, ops waiting and replication lag"
+        "status",
+        help="each node: applied vectors, ops waiting and replication lag",
+        description="Ask every node of the topology file (the one `streams up` wrote, or "
+        "--topology) for CRDT.INFO and show its applied vector, ops waiting and the time since "
+        "the last op per origin.",
+        epilog=exits.epilog(exits.DIFFERS, exits.UNRESOLVED, exits.UNREACHABLE),
     )
     status.add_argument("--topology", help="topology file (default: the one `streams up` wrote)")
-    status.add_argument("--state-dir", type=Path, default=STATE_DIR)
+    status.add_argument(
+        "--state-dir",
+        type=Path,
+        default=STATE_DIR,
+        help="where `streams up` wrote topology.toml (default .streams)",
+    )
 
     demo = sub.add_parser(
         "demo",
         help="run every seed scenario table and show actual results next to the seed's",
         description="Each table runs on a fresh embedded topology (real brokers, mirrors, "
         "nodes, redis protocol); --sim runs them on the pure core in-process instead.",
+        epilog=exits.epilog(exits.DIFFERS),
     )
     demo.add_argument("--sim", action="store_true", help="simulated in-process regions")
     demo.add_argument("--only", default="", help="only scenarios whose name contains this")
@@ -292,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_parser(name, help=f"not built yet: {what}")
 
     args = parser.parse_args(argv)
+    kafka_connect.configure(args.verbose, getattr(args, "topology", None))
     if args.command in replay_verbs:
         return replay_verbs[args.command](args)
     if args.command == "group":
@@ -305,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         return _demo(args)
     print(f"streams {args.command}: not built yet ({NOT_BUILT[args.command]}).", file=sys.stderr)
-    return 2
+    return exits.USAGE
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 their arguments here, what they do in `streams.replay.verbs`. Every verb reads every shard of the
 region (each folded on its own) unless `--shard N` names one.
 
-Exit codes, the same for every verb: 0 done / equal, 1 differs, 2 corrupt record or tainted state,
-3 a position (or region, topic, snapshot) that cannot be resolved.
+Exit codes, the same for every verb (`streams.exits`, listed in each verb's --help): 0 done /
+equal, 1 differs, 2 corrupt record or tainted state, 3 a position (or region, topic, snapshot)
+that cannot be resolved, 4 no Kafka broker answered, 64 usage, 130 Ctrl-C, 141 stdout closed.
 """
 
 from __future__ import annotations
@@ -13,34 +14,45 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from streams import progress
-from streams.replay import reader, verbs
+from streams import exits, progress
+from streams.ops.codec import DecodeError
+from streams.replay import kafka_connect, reader, verbs
 from streams.replay.describe import SCHEMA_VERSION
 from streams.replay.positions import PositionError
 from streams.replay.run import DEFAULT_AUDIT, CorruptError
-from streams.replay.verbs import EXIT_CORRUPT, EXIT_POSITION
 from streams.snapshot import SnapshotError
 
 Handler = Callable[[argparse.Namespace], int]
+_REPLAY_CODES = exits.epilog(exits.CORRUPT, exits.UNRESOLVED, exits.UNREACHABLE)
 
 
 def _fail(verb: str, exc: Exception) -> int:
     print(f"streams {verb}: {exc}", file=sys.stderr)
-    if isinstance(exc, PositionError | SnapshotError | OSError):
-        return EXIT_POSITION
-    if isinstance(exc, CorruptError):
-        return EXIT_CORRUPT
-    return EXIT_POSITION if isinstance(exc, reader.ReadError) else EXIT_CORRUPT
+    if isinstance(exc, kafka_connect.Unreachable):
+        return exits.UNREACHABLE
+    if isinstance(exc, CorruptError | DecodeError):
+        return exits.CORRUPT
+    return exits.UNRESOLVED  # a position, snapshot, topic, file that cannot be resolved
 
 
 def _guard(verb: str, fn: Handler) -> Handler:
+    """Expected failures become one line on stderr and their exit status. A closed stdout
+    (BrokenPipeError, an OSError too) and Ctrl-C go on to `streams.exits.guarded`."""
+
     def run(args: argparse.Namespace) -> int:
         try:
             return fn(args)
-        except (PositionError, SnapshotError, CorruptError, reader.ReadError, OSError) as exc:
+        except BrokenPipeError:
+            raise
+        except (
+            PositionError,
+            SnapshotError,
+            CorruptError,
+            DecodeError,  # diff decodes every record: one that does not decode stops it
+            reader.ReadError,
+            OSError,
+        ) as exc:
             return _fail(verb, exc)
-        except KeyboardInterrupt:
-            return 130
 
     return run
 
@@ -72,6 +84,7 @@ def _cluster_args(p: argparse.ArgumentParser, what: str = "the region's Kafka cl
         "--topology",
         help="a topology file (as `streams up` writes it): the cluster is the one of --region",
     )
+    kafka_connect.add_verbose_argument(p)
 
 
 def _replay_args(p: argparse.ArgumentParser, snapshot: bool = True) -> None:
@@ -113,6 +126,7 @@ def register(sub: Any) -> dict[str, Handler]:
         description="Print a topic's records decoded: offset, time, dot, causal context, op, key, "
         "arguments. A record that does not decode is shown as such and the listing goes on "
         "(exit 2 at the end).",
+        epilog=exits.epilog(exits.CORRUPT, exits.UNRESOLVED, exits.UNREACHABLE),
     )
     _cluster_args(log, "the Kafka cluster")
     log.add_argument("--region", help="with --topology: whose cluster to read")
@@ -133,6 +147,7 @@ def register(sub: Any) -> dict[str, Handler]:
         "print streams, groups, R's PEL and consumers, and the digest (= CRDT.DIGEST of a live "
         "node at that position). A region of several shards is folded shard by shard; --shard N "
         "replays one.",
+        epilog=_REPLAY_CODES,
     )
     _cluster_args(rp)
     _replay_args(rp)
@@ -158,6 +173,7 @@ def register(sub: Any) -> dict[str, Handler]:
         help="write a region's state and the positions it covers to a file",
         description="Replay a region (to its end, or to a position) and write a snapshot "
         "(streams/snapshot format) that a node or `streams replay --snapshot` starts from.",
+        epilog=_REPLAY_CODES,
     )
     _cluster_args(sn)
     _replay_args(sn)
@@ -177,7 +193,8 @@ def register(sub: Any) -> dict[str, Handler]:
         "compare per key. A key that differs at the same position is a convergence bug: the "
         "first op after which the two diverge is found by bisection. A key that differs only "
         "because one side has not applied some ops is listed with those ops (missing from that "
-        "cluster, or held back waiting for a causal dependency). Exit 0 equal, 1 differs.",
+        "cluster, or held back waiting for a causal dependency).",
+        epilog=exits.epilog(exits.DIFFERS, exits.CORRUPT, exits.UNRESOLVED, exits.UNREACHABLE),
     )
     df.add_argument(
         "--bootstrap", action="append", required=True, help="a cluster HOST:PORT; give it twice"
@@ -188,6 +205,7 @@ def register(sub: Any) -> dict[str, Handler]:
         help="the region of each cluster, in the same order (default: inferred)",
     )
     _shard_arg(df, "compare only this shard")
+    kafka_connect.add_verbose_argument(df)
     progress.add_arguments(df)
     df.add_argument("--json", action="store_true", help=f"JSON lines (schema v{SCHEMA_VERSION})")
 
@@ -201,8 +219,8 @@ def register(sub: Any) -> dict[str, Handler]:
         "XTRIM or DEL removed, and those it kept because it had not observed them; whether a "
         "group create took effect or a tombstone beat it; what a local op delivered, acked or "
         "claimed, and consumers created or deleted). Ops read but not applied (waiting for a "
-        "causal dependency, or past the position) are listed last. Exit 0 done, 2 corrupt or "
-        "tainted, 3 a position that cannot be resolved.",
+        "causal dependency, or past the position) are listed last.",
+        epilog=_REPLAY_CODES,
     )
     hs.add_argument("key", help="the stream key")
     _cluster_args(hs)

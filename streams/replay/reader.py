@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message
+from confluent_kafka import Consumer, KafkaError, Message
 
+from streams.replay import kafka_connect
 from topology.kafka import Partition, ReadToEnd, consumer_config
 from topology.topics import LOCAL_SUFFIX, is_oplog_topic
 
@@ -27,7 +28,8 @@ STALL_TIMEOUT_S = 120.0
 
 
 class ReadError(RuntimeError):
-    """The cluster could not be read (unreachable, a topic missing, a stalled fetch)."""
+    """The cluster could not be read as asked (a topic missing, a fatal error); an unreachable
+    or stalled cluster is `kafka_connect.Unreachable` instead."""
 
 
 @dataclass(frozen=True)
@@ -44,8 +46,11 @@ Sink = Callable[[Raw], bool]
 
 
 def _consumer(bootstrap: str) -> Consumer:
+    """A reader's consumer, once `bootstrap` answered as Kafka (`kafka_connect.ensure`: a wrong
+    address fails at once with one line, not librdkafka's retries)."""
+    kafka_connect.ensure(bootstrap)
     config = consumer_config(bootstrap, f"streams-replay-{uuid.uuid4().hex[:8]}", READ_WAIT_MS)
-    return Consumer(config)
+    return Consumer(kafka_connect.client_config(config))
 
 
 def partition_counts(bootstrap: str, timeout: float = 10.0) -> dict[str, int]:
@@ -53,9 +58,7 @@ def partition_counts(bootstrap: str, timeout: float = 10.0) -> dict[str, int]:
     a region's logs have one partition per shard."""
     consumer = _consumer(bootstrap)
     try:
-        metadata = consumer.list_topics(timeout=timeout)
-    except KafkaException as exc:
-        raise ReadError(f"cannot list topics on {bootstrap}: {exc}") from exc
+        metadata = kafka_connect.metadata(consumer, bootstrap, timeout)
     finally:
         consumer.close()
     return {
@@ -121,7 +124,7 @@ def read(
             on_error=on_error,
             after_batch=counted,
             follow=follow,
-            timeout_error=ReadError,
+            timeout_error=kafka_connect.Unreachable,  # stalled: the cluster went away
         )
         for msg in reading:
             part = (msg.topic() or "", msg.partition() or 0)

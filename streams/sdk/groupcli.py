@@ -4,8 +4,10 @@ Prints the group's lag (entries not yet delivered), pending entries by consumer 
 times, the pending entry idle the longest, and the dead-letter stream's count for this group.
 Consumers and pending entries are local to a region (seed 000), so the answer is about the region
 behind URL; ask each region to see them all. In a sharded region URL may be any of its nodes: the
-stream's node (and the dead-letter stream's) is found by following MOVED. Exit status: 0 shown,
-1 endpoint unreachable, 2 no such stream or group (or bad arguments).
+stream's node (and the dead-letter stream's) is found by following MOVED.
+
+Exit status (`streams.exits`): 0 shown, 3 no such stream or group, 4 endpoint unreachable,
+64 bad arguments (an endpoint that is not a redis:// URL).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 import redis
 
+from streams import exits
 from streams.sdk.endpoints import Endpoint, make_client, normalize, region_name
 from streams.sdk.errors import SdkError
 
@@ -31,10 +34,11 @@ def add_parser(sub: Any) -> None:
         "group",
         help="a consumer group's lag, pending entries by consumer, oldest idle, dead letters",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
+        epilog=exits.epilog(exits.UNRESOLVED, exits.UNREACHABLE),
     )
     parser.add_argument("--endpoint", required=True, help="RESP URL, e.g. redis://127.0.0.1:6380")
-    parser.add_argument("stream", metavar="STREAM")
-    parser.add_argument("group", metavar="GROUP")
+    parser.add_argument("stream", metavar="STREAM", help="the stream key")
+    parser.add_argument("group", metavar="GROUP", help="the consumer group")
     parser.add_argument(
         "--dead-letter",
         metavar="STREAM",
@@ -55,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         url = normalize(args.endpoint)[0]
     except SdkError as exc:
         print(f"streams group: {exc}", file=sys.stderr)
-        return 2
+        return exits.USAGE
     dead_letter = args.dead_letter or f"{args.stream}:dead"
     return asyncio.run(_run(url, args.stream, args.group, dead_letter))
 
@@ -68,7 +72,7 @@ async def _run(url: str, stream: str, group: str, dead_letter: str) -> int:
         return await _show(ep, stream, group, dead_letter)
     except (redis.ConnectionError, redis.TimeoutError) as exc:
         print(f"streams group: {url} unreachable ({exc})", file=sys.stderr)
-        return 1
+        return exits.UNREACHABLE
     finally:
         await ep.close()
 
@@ -79,12 +83,12 @@ async def _show(ep: Endpoint, stream: str, group: str, dead_letter: str) -> int:
         groups = [_flat_map(g) for g in await ep.cmd(stream, "XINFO", "GROUPS", stream)]
     except redis.ResponseError as exc:
         print(f"streams group: {stream}: {exc}", file=sys.stderr)
-        return 2
+        return exits.UNRESOLVED
     info = next((g for g in groups if _text(g["name"]) == group), None)
     if info is None:
         names = ", ".join(_text(g["name"]) for g in groups) or "none"
         print(f"streams group: no group {group!r} on {stream!r} (groups: {names})", file=sys.stderr)
-        return 2
+        return exits.UNRESOLVED
     region = await region_name(ep.client, url)
     lag = info.get("lag")
     print(f"group {group} on {stream} at {url} (region {region})")

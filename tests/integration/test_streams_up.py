@@ -161,6 +161,6 @@ def test_streams_up_refuses_shapes_it_cannot_run(
 ) -> None:
     proc = streams("up", *args, "--state-dir", str(tmp_path))
     out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 2, out
+    assert proc.returncode == 64, out  # usage (streams.exits.USAGE)
     assert re.search(message, out), out
     assert "starting" not in out  # refused before anything started

@@ -106,12 +106,12 @@ def test_group_verb_shows_lag_pending_by_consumer_oldest_idle_and_dead_letters(
 
 def test_group_verb_says_what_is_missing(url: str, stream: str) -> None:
     code, _, err = _group_verb("--endpoint", url, stream, "g")
-    assert code == 2 and stream in err
+    assert code == 3 and stream in err
     Producer(url, stream).send({"a": 1})
     code, _, err = _group_verb("--endpoint", url, stream, "nope")
-    assert code == 2 and "no group 'nope'" in err
+    assert code == 3 and "no group 'nope'" in err
     code, _, err = _group_verb("--endpoint", "http://x", stream, "g")
-    assert code == 2 and "redis://" in err
+    assert code == 64 and "redis://" in err
 
 
 def test_streams_command_has_the_group_verb(url: str, stream: str) -> None:
@@ -122,7 +122,7 @@ def test_streams_command_has_the_group_verb(url: str, stream: str) -> None:
         timeout=60,
         cwd=ROOT,
     )
-    assert run.returncode == 2 and "no such key" in run.stderr.lower(), run.stderr
+    assert run.returncode == 3 and "no such key" in run.stderr.lower(), run.stderr
 
 
 def test_rocket_rides_example_consumers_agree_despite_double_sends_and_crashes(url: str) -> None:
