@@ -6,7 +6,8 @@ must not change one byte of any reply. This script sends the same corpus (RESP2 
 out of MULTI, unauthenticated, every COMMAND / INFO / CONFIG / CLIENT form, the stream commands
 with good and bad arguments, the CRDT admin commands) to a node built from parts with an
 in-memory op log and a pinned clock, and writes one line per request. Values that legitimately
-differ between runs (uptime, pid, run id, memory and CPU figures) are masked.
+differ between runs (uptime, pid, run id, memory and CPU figures, run times in commandstats and
+latencystats) are masked; the slow log is switched off first (its entries depend on timing).
 
     python scripts/request_corpus.py out.txt     # then diff two recordings
 
@@ -36,9 +37,12 @@ MASKED = re.compile(
     rb"used_cpu_[a-z_]+|total_connections_received|connected_clients|lru_clock|"
     rb"rdb_last_save_time|server_time_usec|executable|config_file|hz|configured_hz|"
     rb"total_commands_processed|age|idle|id|addr|laddr|ms_since_last_op|"
-    rb"last_snapshot_pause_ms|io_threads_active|arch_bits|os|gcc_version|redis_git_sha1):"
+    rb"last_snapshot_pause_ms|io_threads_active|arch_bits|os|gcc_version|redis_git_sha1|"
+    rb"total_system_memory[a-z_]*):"
     rb"[^\r\n]*"
 )
+MASKED_TIME = re.compile(rb"\b(usec|usec_per_call|p[0-9.]+)=[^,\r\n]*")
+"""Run times in INFO commandstats and latencystats."""
 MASKED_EQ = re.compile(rb"\b(age|idle|id|addr|laddr)=[^ \r\n]*")
 INFO_LENGTH = re.compile(rb"\$\d+(\r\n# )")
 CONFIG_DIR = re.compile(rb"(\$3\r\ndir\r\n)\$\d+\r\n[^\r\n]*")  # the working directory
@@ -47,6 +51,7 @@ CONFIG_DIR = re.compile(rb"(\$3\r\ndir\r\n)\$\d+\r\n[^\r\n]*")  # the working di
 def corpus() -> Iterator[list[bytes]]:
     """The requests, in order (a connection sends all of them, in both protocols)."""
     lines = [
+        "CONFIG SET slowlog-log-slower-than -1",  # nothing logged: entries depend on timing
         "PING",
         "PING hello",
         "PING a b",
@@ -111,6 +116,8 @@ def corpus() -> Iterator[list[bytes]]:
         "INFO cpu",
         "INFO modules",
         "INFO errorstats",
+        "INFO commandstats",
+        "INFO latencystats",
         "INFO cluster",
         "INFO keyspace",
         "INFO nosuch",
@@ -118,6 +125,33 @@ def corpus() -> Iterator[list[bytes]]:
         "INFO everything",
         "INFO default",
         "INFO server clients",
+        "INFO commandstats default",
+        "SLOWLOG LEN",
+        "SLOWLOG GET",
+        "SLOWLOG GET -1",
+        "SLOWLOG GET -2",
+        "SLOWLOG GET x",
+        "SLOWLOG GET 1 2",
+        "SLOWLOG RESET",
+        "SLOWLOG RESET x",
+        "SLOWLOG HELP",
+        "SLOWLOG",
+        "SLOWLOG nosuch",
+        "LATENCY LATEST",
+        "LATENCY HISTORY command",
+        "LATENCY HISTORY",
+        "LATENCY RESET",
+        "LATENCY RESET command fast-command",
+        "LATENCY DOCTOR",
+        "LATENCY GRAPH command",
+        "LATENCY HISTOGRAM nosuch",
+        "LATENCY HELP",
+        "LATENCY nosuch",
+        "CONFIG GET latency-*",
+        "CONFIG SET latency-tracking-info-percentiles 50",
+        "CONFIG SET latency-tracking-info-percentiles 101",
+        "CONFIG SET latency-tracking-info-percentiles x",
+        "CONFIG SET latency-tracking maybe",
         "SET k v",
         "GET k",
         "LPUSH l a",
@@ -228,6 +262,11 @@ def corpus() -> Iterator[list[bytes]]:
         "MULTI",
         "XREAD BLOCK 100 STREAMS m $",
         "EXEC",
+        "INFO commandstats",
+        "INFO errorstats",
+        "CONFIG RESETSTAT",
+        "INFO commandstats",
+        "INFO errorstats",
         "CLUSTER INFO",
         "CLUSTER SLOTS",
         "CLUSTER",
@@ -300,6 +339,7 @@ async def _answer(handle: object, session: Session, args: list[bytes]) -> Reply:
 
 def mask(raw: bytes) -> bytes:
     masked = MASKED_EQ.sub(rb"\1=*", MASKED.sub(rb"\1:*", CONFIG_DIR.sub(rb"\1$*\r\n*", raw)))
+    masked = MASKED_TIME.sub(rb"\1=*", masked)
     return INFO_LENGTH.sub(rb"$*\1", masked)
 
 

@@ -222,6 +222,21 @@ UNKNOWN_CLIENT_TYPE_FMT = "ERR Unknown client type '{kind}'"
 SETINFO_OPTION_FMT = "ERR Unrecognized option '{opt}'"
 SETINFO_VALUE_FMT = "ERR {attr} cannot contain spaces, newlines or special characters."
 
+# --- monitoring texts (Redis 7.0.15 slowlog.c / latency.c / config.c / blocked.c) -------------
+
+SLOWLOG_COUNT = "ERR count should be greater than or equal to -1"
+LATENCY_NO_SAMPLES_FMT = "ERR No samples available for event '{event}'"
+LATENCY_GRAPH_UNSUPPORTED = (
+    "ERR LATENCY GRAPH is not drawn by this database: LATENCY HISTORY gives the same samples"
+)
+"""Ours: the ASCII sparkline is not drawn (Redis draws it)."""
+PERCENTILES_INVALID = "Invalid latency-tracking-info-percentiles parameters"
+PERCENTILES_RANGE = "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+UNBLOCKED_KEY_DELETED = "UNBLOCKED the stream key no longer exists"
+"""A blocked XREADGROUP whose key was deleted (DEL, FLUSHALL, ...) while it waited."""
+NOGROUP_BLOCKED = "NOGROUP the consumer group this client was blocked on no longer exists"
+"""A blocked XREADGROUP whose group was destroyed while it waited."""
+
 
 # --- Redis Cluster texts (Redis 7.0.15 cluster.c / server.c, checked against a 2-master cluster) --
 

@@ -38,6 +38,9 @@ class BlockRequest:
     keys: tuple[bytes, ...]
     timeout_ms: int
     args: tuple[bytes, ...]
+    rerun: Command | None = field(default=None, compare=False)
+    """The row to re-run with, when it is not the command's own (XREADGROUP's re-run answers
+    Redis's unblocking errors when the key or group went away meanwhile)."""
 
 
 @dataclass

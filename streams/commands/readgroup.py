@@ -122,9 +122,27 @@ def xreadgroup(ctx: Context, args: list[bytes]) -> Result:
         return Result(Map(tuple(served), nested=True), out)
     if parsed.block_ms is None:
         return Result(NULL_ARRAY, out)
-    return Result(NULL_ARRAY, out, BlockRequest(parsed.keys, parsed.block_ms, tuple(args)))
+    return Result(NULL_ARRAY, out, BlockRequest(parsed.keys, parsed.block_ms, tuple(args), WOKEN))
+
+
+def woken_xreadgroup(ctx: Context, args: list[bytes]) -> Result:
+    """A blocked XREADGROUP run again after one of its keys changed: as Redis 7.0 serves a
+    client blocked on a stream, a key that is gone (DEL, FLUSHALL, RENAME, ... also from another
+    region) answers UNBLOCKED and a group that is gone answers NOGROUP, naming the block, where
+    a first run would answer the usual NOGROUP of XREADGROUP."""
+    parsed = parse_read_args(args, group=True)
+    assert parsed.group is not None
+    for key in parsed.keys:
+        ks = ctx.state.get(key)
+        if ks is None:
+            return Result(CommandError(errors.UNBLOCKED_KEY_DELETED))
+        if parsed.group not in ks.groups:
+            return Result(CommandError(errors.NOGROUP_BLOCKED))
+    return xreadgroup(ctx, args)
 
 
 COMMANDS: list[Command] = [
     command("xreadgroup", xreadgroup),
 ]
+WOKEN = command("xreadgroup", woken_xreadgroup)
+"""XREADGROUP's re-run row (`BlockRequest.rerun`): the same catalogue entry, the handler above."""

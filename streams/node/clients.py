@@ -71,6 +71,9 @@ class Client:
     lib_name: bytes = b""
     lib_ver: bytes = b""
     no_evict: bool = False
+    blocked_ns: int = 0
+    """Time the request in hand spent blocked (XREAD / XREADGROUP BLOCK), which the counting of
+    its run time leaves out (`streams.node.dispatch`)."""
 
     @property
     def session(self) -> Session:

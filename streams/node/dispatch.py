@@ -17,6 +17,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from time import perf_counter_ns
 from typing import NamedTuple, Protocol
 
 from streams import errors
@@ -25,13 +26,17 @@ from streams.commands.catalogue import unsupported
 from streams.errors import CommandError
 from streams.node import auth, router, transactions
 from streams.node.clients import Client, Clients, Queued
-from streams.node.info import Stats
+from streams.node.stats import EXECUTED, QUEUED, REJECTED, UNKNOWN, Stats
 from streams.reply import NULL_ARRAY, Reply
 from streams.resp.server import Held, Session
 
 log = logging.getLogger(__name__)
 
 Builtin = Callable[[Client, list[bytes]], Awaitable[Reply]]
+
+Answer = tuple[Reply, frozenset[int] | None, Command | None, int]
+"""What `_handle` gives back: the reply, the shards it read or wrote (None: any), the command
+(None: no such command here) and what became of the request (`streams.node.stats`)."""
 
 
 class Ran(NamedTuple):
@@ -106,11 +111,17 @@ class Dispatcher:
         self.builtins = router.bind(handlers)
 
     async def handle(self, session: Session, args: list[bytes]) -> Reply | Held:
-        """The RESP entry point: one request of one connection, answered in order."""
+        """The RESP entry point: one request of one connection, answered in order. Every request
+        is counted here, once, when it answered (`streams.node.stats`)."""
         client = self.clients.find(session) or self._register(session)
         await self.backend.paused()
-        reply, shards = await self._handle(client, args)
-        self.stats.count(reply)
+        started = perf_counter_ns()
+        reply, shards, cmd, what = await self._handle(client, args)
+        ran = perf_counter_ns() - started
+        if client.blocked_ns:  # a blocked command counts the time it ran, not the wait
+            ran -= client.blocked_ns
+            client.blocked_ns = 0
+        self.stats.record(client, cmd, what, args, reply, ran)
         return self.backend.hold(reply, shards)
 
     def _register(self, session: Session) -> Client:
@@ -119,38 +130,41 @@ class Dispatcher:
         auth.start(client, self.auth)
         return client
 
-    async def _handle(
-        self, client: Client, args: list[bytes]
-    ) -> tuple[Reply, frozenset[int] | None]:
+    async def _handle(self, client: Client, args: list[bytes]) -> Answer:
+        """The reply, the shards it read or wrote, the command and what became of the request
+        (`stats.EXECUTED`, `REJECTED`, `QUEUED`, `UNKNOWN`)."""
         client.last_seen = time.monotonic()
         try:
             found = router.resolve(args)
         except CommandError as exc:
-            return transactions.reject(client, args[0].lower(), exc), None
+            return transactions.reject(client, args[0].lower(), exc), None, None, UNKNOWN
         if isinstance(found, str):
             client.last_cmd = found
             if not client.authenticated:
-                return CommandError(errors.NOAUTH), None
-            return transactions.reject(client, args[0].lower(), unsupported(found)), None
+                return CommandError(errors.NOAUTH), None, None, UNKNOWN
+            refused = transactions.reject(client, args[0].lower(), unsupported(found))
+            return refused, None, None, UNKNOWN
         client.last_cmd = found.name
         if not client.authenticated and "no_auth" not in found.flags:
-            return CommandError(errors.NOAUTH), None
+            return CommandError(errors.NOAUTH), None, found, REJECTED
         if not found.arity_ok(len(args)):
-            return transactions.reject(
-                client, args[0].lower(), errors.wrong_arity(found.name)
-            ), None
+            refused = transactions.reject(client, args[0].lower(), errors.wrong_arity(found.name))
+            return refused, None, found, REJECTED
         builtin = router.builtin_name(found)
         tx = client.transaction
         if self.routing is not None:
             moved = self._redirect(client, found, builtin, args)
             if moved is not None:
-                return moved, None
+                return moved, None, found, REJECTED
         if tx is not None and builtin not in transactions.IMMEDIATE:
-            refusal = CommandError(errors.NOT_IN_MULTI) if "no_multi" in found.flags else None
-            return tx.queue(found, args, refusal), None
+            if "no_multi" in found.flags:
+                not_here = tx.queue(found, args, CommandError(errors.NOT_IN_MULTI))
+                return not_here, None, found, REJECTED
+            return tx.queue(found, args), None, found, QUEUED
         if builtin is not None:
-            return await self.builtins[builtin](client, args), None
-        return await self._run(found, args, client.session.lost)
+            return await self.builtins[builtin](client, args), None, found, EXECUTED
+        reply, shards = await self._run(found, args, client)
+        return reply, shards, found, EXECUTED
 
     def _redirect(
         self, client: Client, cmd: Command, builtin: str | None, args: list[bytes]
@@ -171,16 +185,20 @@ class Dispatcher:
         return moved
 
     async def _run(
-        self, cmd: Command, args: list[bytes], lost: asyncio.Future[None] | None = None
+        self, cmd: Command, args: list[bytes], client: Client | None = None
     ) -> tuple[Reply, frozenset[int] | None]:
         """A stream command: executed at once; a blocking read that found nothing waits for a
         change of its keys and runs again.
 
         The timeout counts from the first run (BLOCK 0: forever); a re-run uses the request's
-        resolved arguments (XREAD's `$` became the last ID of the first run). `lost` resolves when
-        the client disconnects: the wait ends at once and the command is not run again (an
-        XREADGROUP must not deliver entries to a client that is gone).
+        resolved arguments (XREAD's `$` became the last ID of the first run) and the command's
+        re-run row, if it has one (XREADGROUP's tells a deleted key or group apart, as Redis's
+        unblocking does). The client's connection being lost ends the wait at once and the
+        command is not run again (an XREADGROUP must not deliver entries to a client that is
+        gone). The time spent waiting is added to `client.blocked_ns`, which the counting
+        leaves out.
         """
+        lost = None if client is None else client.session.lost
         deadline: float | None = None
         while True:
             ran = self.backend.execute(cmd, args)
@@ -196,10 +214,14 @@ class Dispatcher:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or (lost is not None and lost.done()):
                 return NULL_ARRAY, ran.shards
+            waiting = perf_counter_ns()
             await self.backend.wait(block.keys, remaining, lost)
+            if client is not None:
+                client.blocked_ns += perf_counter_ns() - waiting
             if lost is not None and lost.done():
                 return NULL_ARRAY, ran.shards
             args = list(block.args)  # run again (a shard reloading now answers LOADING)
+            cmd = block.rerun or cmd
 
     async def exec_transaction(self, client: Client, args: list[bytes]) -> Reply:
         """EXEC: every queued command in one go (nothing awaits in between), so nothing of
@@ -214,8 +236,9 @@ class Dispatcher:
         client.executing = len(tx.queued)
         try:
             for cmd, queued in tx.queued:
+                started = perf_counter_ns()
                 reply = await self._exec_one(client, cmd, queued)
-                self.stats.count(reply)
+                self.stats.record(client, cmd, EXECUTED, queued, reply, perf_counter_ns() - started)
                 replies.append(reply)
         finally:
             client.executing = None

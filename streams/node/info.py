@@ -12,10 +12,8 @@ import platform
 import struct
 import sys
 import time
-from dataclasses import dataclass, field
 
 from streams import REDIS_COMPAT_VERSION, __version__
-from streams.errors import CommandError
 from streams.reply import Reply
 
 SECTION_TITLES = {
@@ -27,20 +25,29 @@ SECTION_TITLES = {
     "replication": "Replication",
     "cpu": "CPU",
     "modules": "Modules",
+    "commandstats": "Commandstats",
     "errorstats": "Errorstats",
+    "latencystats": "Latencystats",
     "cluster": "Cluster",
     "keyspace": "Keyspace",
 }
 
 
+NOT_DEFAULT = frozenset({"commandstats", "latencystats"})
+"""Sections that INFO without arguments (or `default`) leaves out, as Redis 7.0 does: they grow
+with every command name."""
+
+
 def info(args: list[bytes], sections: dict[str, dict[str, object]]) -> Reply:
     """INFO [section ...]: Redis's text (`# Title` then `key:value` lines, CRLF; sections
-    separated by an empty line). `all`, `everything` and `default` give every section."""
+    separated by an empty line). `all` and `everything` give every section, no argument or
+    `default` every section but commandstats and latencystats."""
     wanted = {a.lower().decode("utf-8", "replace") for a in args[1:]}
-    every = not wanted or wanted & {"all", "everything", "default"}
+    every = bool(wanted & {"all", "everything"})
+    default = not wanted or "default" in wanted
     parts: list[str] = []
     for name, values in sections.items():
-        if not every and name not in wanted:
+        if not (every or name in wanted or (default and name not in NOT_DEFAULT)):
             continue
         title = SECTION_TITLES.get(name, name.capitalize())
         parts.append(f"# {title}\r\n" + "".join(f"{k}:{v}\r\n" for k, v in values.items()))
@@ -55,6 +62,14 @@ def human_bytes(n: int) -> str:
         if n < size * 1024 or unit == "T":
             return f"{n / size:.2f}{unit}"
     return f"{n}B"  # pragma: no cover
+
+
+def system_memory_bytes() -> int:
+    """The machine's physical memory (INFO memory's total_system_memory), 0 if unknown."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (OSError, ValueError, AttributeError):  # pragma: no cover
+        return 0
 
 
 def rss_bytes() -> int:
@@ -100,24 +115,6 @@ def server_section(
         "configured_hz": 10,
         "executable": sys.executable,
         "config_file": "",
+        "io_threads_active": 0,
         "streams_version": __version__,
     }
-
-
-@dataclass
-class Stats:
-    """INFO stats counters (CONFIG RESETSTAT zeroes them)."""
-
-    connections: int = 0
-    commands: int = 0
-    errors: dict[str, int] = field(default_factory=dict)
-
-    def count(self, reply: Reply) -> None:
-        self.commands += 1
-        if isinstance(reply, CommandError):
-            self.errors[reply.code] = self.errors.get(reply.code, 0) + 1
-
-    def reset(self) -> None:
-        self.connections = 0
-        self.commands = 0
-        self.errors.clear()

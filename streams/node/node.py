@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from streams.ids import IdMode
-from streams.node import auth, cluster, connection, settings, transactions
+from streams.node import auth, cluster, connection, latency, settings, slowlog, transactions
 from streams.node import info as info_command
 from streams.node.admin import Admin
 from streams.node.clients import Client, Clients
@@ -47,6 +47,7 @@ from streams.node.snapshotter import (
     Pause,
     SnapshotPolicy,
 )
+from streams.node.stats import Stats
 from streams.node.tasks import Tasks
 from streams.node.waiters import Waiters
 from streams.reply import Reply
@@ -161,10 +162,11 @@ class RegionNode:
             else None
         )
         self.clients = Clients()
-        self.stats = info_command.Stats()
+        self.stats = Stats()
         self.settings = settings.Settings(
             settings.default_settings(self.port, self.bind, cluster=self.layout is not None)
         )
+        self.stats.configure(self.settings.values)
         self.report = Report(
             region.name,
             region.id,
@@ -209,7 +211,7 @@ class RegionNode:
         await asyncio.gather(*(s.start(catch_up_timeout) for s in self.shards.shards))
         self._tasks.spawn(self._housekeeping())
         if serve_resp:
-            self._server = await serve(self.handle, self.bind, self.port)
+            self._server = await serve(self.handle, self.bind, self.port, self.stats.traffic)
         log.info("%s serving RESP on %s:%s", self.name, self.bind, self.port)
 
     async def stop(self) -> None:
@@ -241,6 +243,8 @@ class RegionNode:
             **cluster.builtins(self.layout, self._keys, self.clock.now_ms),
             "info": sync(lambda c, a: info_command.info(a, self.report.info_sections())),
             "config": sync(self._config),
+            "slowlog": sync(lambda c, a: slowlog.slowlog(a, self.stats.slowlog)),
+            "latency": sync(self._latency),
             "multi": sync(transactions.multi),
             "discard": sync(transactions.discard),
             "watch": sync(transactions.watch),
@@ -263,4 +267,17 @@ class RegionNode:
     def _config(self, client: Client, args: list[bytes]) -> Reply:
         if args[1].lower() == b"resetstat":
             self.stats.reset()
-        return settings.config(args, self.settings)
+        reply = settings.config(args, self.settings)
+        if args[1].lower() == b"set":
+            self.stats.configure(self.settings.values)
+        return reply
+
+    def _latency(self, client: Client, args: list[bytes]) -> Reply:
+        values = self.settings.values
+        return latency.latency(
+            args,
+            self.stats.latency,
+            self.stats.histograms,
+            int(values["slowlog-log-slower-than"]),
+            int(values["latency-monitor-threshold"]),
+        )

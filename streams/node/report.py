@@ -9,8 +9,7 @@ field per shard gives that shard's own.
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from streams.cluster import info_section as cluster_info_section
@@ -20,6 +19,7 @@ from streams.node.clock import NodeClock
 from streams.node.oplog import OpLog
 from streams.node.shard import Shard
 from streams.node.shards import ShardSet
+from streams.node.stats import Stats, cpu_section
 from streams.node.waiters import Waiters
 
 Fields = dict[str, object]
@@ -36,12 +36,14 @@ class Report:
     log: OpLog
     clients: Clients
     waiters: Waiters
-    stats: info.Stats
+    stats: Stats
     clock: NodeClock
     started: float
     run_id: str
     cluster: bool = False
     """The node speaks the Redis Cluster protocol (its region's shards are on several nodes)."""
+    startup_rss: int = field(default_factory=info.rss_bytes)
+    """The process's RSS when the node was built, before any shard loaded (used_memory_startup)."""
 
     def _name(self, origin: int) -> str:
         return self.names.get(origin, f"r{origin}")
@@ -138,8 +140,8 @@ class Report:
         keys = sum(1 for s in shards for _ in s.replica.region.state.existing_keys())
         rss = info.rss_bytes()
         peak = max(rss, info.peak_rss_bytes())
-        cpu = os.times()
         vector = self.shards.vector()
+        stats = self.stats.stats()
         return {
             "server": info.server_section(self.port, self.started, self.run_id, self.cluster),
             "clients": {
@@ -152,18 +154,7 @@ class Report:
                 "tracking_clients": 0,
                 "clients_in_timeout_table": 0,
             },
-            "memory": {
-                "used_memory": rss,
-                "used_memory_human": info.human_bytes(rss),
-                "used_memory_rss": rss,
-                "used_memory_rss_human": info.human_bytes(rss),
-                "used_memory_peak": peak,
-                "used_memory_peak_human": info.human_bytes(peak),
-                "maxmemory": 0,
-                "maxmemory_human": "0B",
-                "maxmemory_policy": "noeviction",
-                "mem_allocator": "libc",
-            },
+            "memory": self._memory(rss, peak),
             "persistence": {
                 "loading": int(any(s.loading is not None for s in shards)),
                 "async_loading": 0,
@@ -180,9 +171,11 @@ class Report:
                 "crdt_write_batch_ops": sum(s.writepath.ops for s in shards),
             },
             "stats": {
-                "total_connections_received": self.stats.connections,
-                "total_commands_processed": self.stats.commands,
+                "total_connections_received": stats["total_connections_received"],
+                "total_commands_processed": stats["total_commands_processed"],
                 "instantaneous_ops_per_sec": 0,
+                "total_net_input_bytes": stats["total_net_input_bytes"],
+                "total_net_output_bytes": stats["total_net_output_bytes"],
                 "rejected_connections": 0,
                 "expired_keys": 0,
                 "evicted_keys": 0,
@@ -190,22 +183,51 @@ class Report:
                 "keyspace_misses": 0,
                 "pubsub_channels": 0,
                 "pubsub_patterns": 0,
+                "latest_fork_usec": int(max(s.snapshotter.last_pause_ms for s in shards) * 1000),
+                "total_forks": sum(s.snapshotter.taken for s in shards),
                 "unexpected_error_replies": 0,
-                "total_error_replies": sum(self.stats.errors.values()),
+                "total_error_replies": stats["total_error_replies"],
+                "total_reads_processed": stats["total_reads_processed"],
+                "total_writes_processed": stats["total_writes_processed"],
+                "io_threaded_reads_processed": 0,
+                "io_threaded_writes_processed": 0,
             },
             "replication": self._replication(vector),
-            "cpu": {
-                "used_cpu_sys": f"{cpu.system:.6f}",
-                "used_cpu_user": f"{cpu.user:.6f}",
-                "used_cpu_sys_children": f"{cpu.children_system:.6f}",
-                "used_cpu_user_children": f"{cpu.children_user:.6f}",
-            },
+            "cpu": cpu_section(),
             "modules": {},
-            "errorstats": {
-                f"errorstat_{code}": f"count={n}" for code, n in sorted(self.stats.errors.items())
-            },
+            "commandstats": self.stats.commandstats(),
+            "errorstats": self.stats.errorstats(),
+            "latencystats": self.stats.latencystats(),
             "cluster": cluster_info_section() if self.cluster else {"cluster_enabled": 0},
             "keyspace": {"db0": f"keys={keys},expires=0,avg_ttl=0"} if keys else {},
+        }
+
+    def _memory(self, rss: int, peak: int) -> Fields:
+        """What Python can tell truthfully: the process's resident set (used_memory is the RSS:
+        the interpreter's allocators hold no byte count), its peak, the RSS when the node was
+        built (used_memory_startup, counted as the overhead) and the growth since (the dataset),
+        the machine's memory. No allocator, fragmentation, Lua or replication figures."""
+        startup = min(self.startup_rss, rss)
+        dataset = rss - startup
+        system = info.system_memory_bytes()
+        return {
+            "used_memory": rss,
+            "used_memory_human": info.human_bytes(rss),
+            "used_memory_rss": rss,
+            "used_memory_rss_human": info.human_bytes(rss),
+            "used_memory_peak": peak,
+            "used_memory_peak_human": info.human_bytes(peak),
+            "used_memory_peak_perc": f"{100 * rss / peak if peak else 0:.2f}%",
+            "used_memory_overhead": startup,
+            "used_memory_startup": startup,
+            "used_memory_dataset": dataset,
+            "used_memory_dataset_perc": f"{100 * dataset / rss if rss else 0:.2f}%",
+            "total_system_memory": system,
+            "total_system_memory_human": info.human_bytes(system),
+            "maxmemory": 0,
+            "maxmemory_human": "0B",
+            "maxmemory_policy": "noeviction",
+            "mem_allocator": "libc",
         }
 
     def _replication(self, vector: dict[int, int]) -> Fields:

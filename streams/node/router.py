@@ -31,6 +31,8 @@ BUILTINS: dict[str, Command] = {
         *(command(name) for name in "ping echo hello auth quit reset select".split()),
         *(command(name) for name in "multi exec discard watch unwatch info".split()),
         _container("config", "get set resetstat rewrite help"),
+        _container("slowlog", "get len reset help"),
+        _container("latency", "doctor graph help histogram history latest reset"),
         _container("client", "id getname setname setinfo info list no-evict help"),
         _container("command", "count info docs list getkeys help"),
         _container(

@@ -47,6 +47,7 @@ _ENUMS = {
     ),
     "loglevel": ("debug", "verbose", "notice", "warning"),
     "lazyfree-lazy-user-flush": ("yes", "no"),
+    "latency-tracking": ("yes", "no"),
 }
 _INTS = {
     "timeout": (0, _INT_MAX),
@@ -69,10 +70,20 @@ _MEMORY_UNITS = {
 _STREAM_NODE = {"stream-node-max-bytes": True, "stream-node-max-entries": False}
 """Parameters that shape stream nodes (entry blocks): name -> is a memory value. They take
 effect for nodes filled from now on, as in Redis (`streams.crdt.entries.set_node_limits`)."""
-HARMLESS = frozenset(_ENUMS) | frozenset(_INTS) | {"save"}
+MONITORING = frozenset(
+    {
+        "slowlog-log-slower-than",
+        "slowlog-max-len",
+        "latency-monitor-threshold",
+        "latency-tracking",
+        "latency-tracking-info-percentiles",
+    }
+)
+"""Parameters the node's counting reads (`streams.node.stats.Stats.configure`)."""
+HARMLESS = (frozenset(_ENUMS) | frozenset(_INTS) | {"save"}) - MONITORING
 """Parameters CONFIG SET accepts and remembers (CONFIG GET shows the new value) although they
-change nothing here: persistence is the Kafka op log, nothing is evicted, idle clients are not
-timed out, and there is no slow log."""
+change nothing here: persistence is the Kafka op log, nothing is evicted, and idle clients are
+not timed out."""
 
 
 def default_settings(port: int, bind: str, cluster: bool = False) -> dict[str, str]:
@@ -99,6 +110,8 @@ def default_settings(port: int, bind: str, cluster: bool = False) -> dict[str, s
         "slowlog-log-slower-than": "10000",
         "slowlog-max-len": "128",
         "latency-monitor-threshold": "0",
+        "latency-tracking": "yes",
+        "latency-tracking-info-percentiles": "50 99 99.9",
         "notify-keyspace-events": "",
         "lazyfree-lazy-user-flush": "no",
         "protected-mode": "no",
@@ -189,6 +202,8 @@ class Settings:
             return str(number)
         if name in _STREAM_NODE:
             return _stream_node_value(name, value, memory=_STREAM_NODE[name])
+        if name == "latency-tracking-info-percentiles":
+            return _percentiles(value)
         if name == "save":
             parts = value.split()
             if len(parts) % 2 or not all(p.isdigit() for p in parts):
@@ -219,6 +234,26 @@ def _stream_node_value(name: str, value: str, *, memory: bool) -> str:
     if not 0 <= number <= _INT_MAX:
         raise _set_failed(name, f"argument must be between 0 and {_INT_MAX} inclusive")
     return str(number)
+
+
+def _percentiles(value: str) -> str:
+    """Redis's check: numbers (strtod) separated by single spaces, each in 0..100; kept as `%f`
+    trimmed (CONFIG GET and INFO latencystats show them so)."""
+    name = "latency-tracking-info-percentiles"
+    if not value:
+        return ""
+    numbers: list[float] = []
+    for part in value.split(" "):
+        try:
+            number = float(part) if "_" not in part else float("nan")
+        except ValueError:
+            raise _set_failed(name, errors.PERCENTILES_INVALID) from None
+        if part.strip() != part or number != number:  # float() allows spaces and nan
+            raise _set_failed(name, errors.PERCENTILES_INVALID)
+        if not 0.0 <= number <= 100.0:
+            raise _set_failed(name, errors.PERCENTILES_RANGE)
+        numbers.append(number)
+    return " ".join(f"{n:f}".rstrip("0").rstrip(".") for n in numbers)
 
 
 def _set_failed(name: str, why: str) -> CommandError:

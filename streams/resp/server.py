@@ -60,6 +60,22 @@ class Session:
     """Resolved when the client disconnects: a blocked command waits on it too."""
 
 
+@dataclass(slots=True)
+class Traffic:
+    """Bytes and socket reads / writes over every connection of a server: INFO stats'
+    total_net_input_bytes, total_net_output_bytes, total_reads_processed and
+    total_writes_processed. Counted here, the one place that sees the bytes; the node reports
+    and resets them (`streams.node.stats`)."""
+
+    bytes_in: int = 0
+    bytes_out: int = 0
+    reads: int = 0
+    writes: int = 0
+
+    def reset(self) -> None:
+        self.bytes_in = self.bytes_out = self.reads = self.writes = 0
+
+
 class Held(NamedTuple):
     """A reply that must not be sent before `until` resolves: to None (send `reply`) or to an
     error that replaces it (the batch holding the command's ops failed)."""
@@ -110,8 +126,9 @@ class _Flow:
 class RespProtocol(asyncio.Protocol):
     _next_id = 0
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, traffic: Traffic | None = None) -> None:
         self._handler = handler
+        self._traffic = traffic if traffic is not None else Traffic()
         self._parser = RequestParser()
         self._requests: deque[list[bytes]] = deque()
         self._wakeup = asyncio.Event()
@@ -142,6 +159,9 @@ class RespProtocol(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         assert self._flow is not None
+        traffic = self._traffic
+        traffic.reads += 1
+        traffic.bytes_in += len(data)
         requests = self._parser.feed(data)
         if requests:
             self._requests.extend(requests)
@@ -276,7 +296,11 @@ class RespProtocol(asyncio.Protocol):
     def _write_bytes(self, pieces: list[bytes]) -> None:
         assert self._transport is not None
         if not self._transport.is_closing():
-            self._transport.write(b"".join(pieces))
+            data = b"".join(pieces)
+            traffic = self._traffic
+            traffic.writes += 1
+            traffic.bytes_out += len(data)
+            self._transport.write(data)
 
 
 def _host_port(where: object) -> str:
@@ -285,6 +309,9 @@ def _host_port(where: object) -> str:
     return ""
 
 
-async def serve(handler: Handler, host: str, port: int) -> asyncio.Server:
+async def serve(
+    handler: Handler, host: str, port: int, traffic: Traffic | None = None
+) -> asyncio.Server:
+    """Serve RESP on host:port; `traffic` (if given) counts every connection's bytes."""
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: RespProtocol(handler), host, port)
+    return await loop.create_server(lambda: RespProtocol(handler, traffic), host, port)
