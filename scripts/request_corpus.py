@@ -38,7 +38,7 @@ MASKED = re.compile(
     rb"rdb_last_save_time|server_time_usec|executable|config_file|hz|configured_hz|"
     rb"total_commands_processed|age|idle|id|addr|laddr|ms_since_last_op|"
     rb"last_snapshot_pause_ms|io_threads_active|arch_bits|os|gcc_version|redis_git_sha1|"
-    rb"total_system_memory[a-z_]*):"
+    rb"total_system_memory[a-z_]*|instantaneous_[a-z_]*):"
     rb"[^\r\n]*"
 )
 MASKED_TIME = re.compile(rb"\b(usec|usec_per_call|p[0-9.]+)=[^,\r\n]*")

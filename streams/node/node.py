@@ -227,6 +227,7 @@ class RegionNode:
     async def _housekeeping(self) -> None:
         while True:
             await asyncio.sleep(ACK_FLUSH_S)
+            self.stats.sample()  # every 100 ms, as Redis samples its instantaneous rates
             for shard in self.shards.shards:
                 try:
                     shard.housekeep()

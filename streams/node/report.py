@@ -173,9 +173,11 @@ class Report:
             "stats": {
                 "total_connections_received": stats["total_connections_received"],
                 "total_commands_processed": stats["total_commands_processed"],
-                "instantaneous_ops_per_sec": 0,
+                "instantaneous_ops_per_sec": stats["instantaneous_ops_per_sec"],
                 "total_net_input_bytes": stats["total_net_input_bytes"],
                 "total_net_output_bytes": stats["total_net_output_bytes"],
+                "instantaneous_input_kbps": stats["instantaneous_input_kbps"],
+                "instantaneous_output_kbps": stats["instantaneous_output_kbps"],
                 "rejected_connections": 0,
                 "expired_keys": 0,
                 "evicted_keys": 0,

@@ -23,6 +23,8 @@ measured P16 cost).
 from __future__ import annotations
 
 import resource
+import time
+from collections import deque
 from collections.abc import Iterator
 
 from streams.commands.base import Command
@@ -42,14 +44,20 @@ MAX_ERROR_CODES = 128
 HISTOGRAM_MAX_NS = 1_000_000_000
 """Redis's LATENCY_HISTOGRAM_MAX_VALUE: longer calls count as one second."""
 
+RATE_SAMPLES = 16
+"""Redis's STATS_METRIC_SAMPLES: the instantaneous rates average over the last 16 samples,
+taken every 100 ms (`Stats.sample`, from the node's housekeeping)."""
+
+
+def bucket_value(ns: int) -> int:
+    """`ns` within the histogram's range (1 ns to 1 s), as Redis clamps it."""
+    return 1 if ns < 1 else min(ns, HISTOGRAM_MAX_NS)
+
 
 def bucket(ns: int) -> int:
     """The HdrHistogram counts index of `ns` (lowest value 1, 2 significant figures: 256
     sub-buckets, half of them per power of two above 255)."""
-    if ns < 1:
-        ns = 1
-    elif ns > HISTOGRAM_MAX_NS:
-        ns = HISTOGRAM_MAX_NS
+    ns = bucket_value(ns)
     shift = (ns | 255).bit_length() - 8
     return (shift << 7) + (ns >> shift)
 
@@ -132,6 +140,8 @@ class Stats:
         self.errors: dict[str, int] = {}
         self.errors_enabled = True
         self.error_replies = 0
+        self.samples: deque[tuple[float, int, int, int]] = deque(maxlen=RATE_SAMPLES)
+        """(monotonic time, commands, bytes in, bytes out) for the instantaneous rates."""
 
     def configure(self, values: dict[str, str]) -> None:
         """Take the CONFIG parameters that shape counting (`streams.node.settings`)."""
@@ -152,6 +162,23 @@ class Stats:
         self.errors_enabled = True
         self.error_replies = 0
         self.traffic.reset()
+        self.samples.clear()
+
+    def sample(self) -> None:
+        """Take a sample for INFO's instantaneous_* rates (Redis: trackInstantaneousMetric in
+        serverCron, every 100 ms)."""
+        t = self.traffic
+        self.samples.append((time.monotonic(), self.processed, t.bytes_in, t.bytes_out))
+
+    def rates(self) -> tuple[float, float, float]:
+        """Commands per second and KB/s in and out over the samples kept."""
+        if len(self.samples) < 2:
+            return 0.0, 0.0, 0.0
+        (t0, c0, i0, o0), (t1, c1, i1, o1) = self.samples[0], self.samples[-1]
+        span = t1 - t0
+        if span <= 0:
+            return 0.0, 0.0, 0.0
+        return (c1 - c0) / span, (i1 - i0) / span / 1024, (o1 - o0) / span / 1024
 
     def record(
         self,
@@ -166,19 +193,22 @@ class Stats:
         if what == EXECUTED:
             assert cmd is not None
             self.processed += 1
-            figures = self.commands.get(cmd.name)
+            spec = cmd.spec
+            figures = self.commands.get(spec.name)
             if figures is None:
-                figures = self.commands[cmd.name] = Figures()
+                figures = self.commands[spec.name] = Figures()
             figures.calls += 1
             figures.ns += ns
-            if self.tracking:
+            if self.tracking:  # `bucket`, inlined: this runs for every request
+                value = ns if 0 < ns < HISTOGRAM_MAX_NS else bucket_value(ns)
+                shift = (value | 255).bit_length() - 8
+                index = (shift << 7) + (value >> shift)
                 histogram = figures.histogram
-                index = bucket(ns)
                 histogram[index] = histogram.get(index, 0) + 1
-            if 0 <= self.slower_than_ns <= ns and "skip_slowlog" not in cmd.flags:
+            if 0 <= self.slower_than_ns <= ns and "skip_slowlog" not in spec.flags:
                 self.slowlog.push(client, args, ns // 1000)
             if self.threshold_ns and ns >= self.threshold_ns:
-                self.latency.add("fast-command" if "fast" in cmd.flags else "command", ns)
+                self.latency.add("fast-command" if "fast" in spec.flags else "command", ns)
             if reply.__class__ is CommandError:  # (EXEC's queued commands count on their own)
                 figures.failed += 1
                 self.error(reply)
@@ -186,9 +216,10 @@ class Stats:
             return
         else:
             if what == REJECTED and cmd is not None:
-                figures = self.commands.get(cmd.name)
+                name = cmd.spec.name
+                figures = self.commands.get(name)
                 if figures is None:
-                    figures = self.commands[cmd.name] = Figures()
+                    figures = self.commands[name] = Figures()
                 figures.rejected += 1
             if reply.__class__ is CommandError:
                 self.error(reply)
@@ -266,11 +297,15 @@ class Stats:
     def stats(self) -> dict[str, object]:
         """The request counters of INFO stats (the node adds the others)."""
         t = self.traffic
+        ops, kbps_in, kbps_out = self.rates()
         return {
             "total_connections_received": self.connections,
             "total_commands_processed": self.processed,
+            "instantaneous_ops_per_sec": round(ops),
             "total_net_input_bytes": t.bytes_in,
             "total_net_output_bytes": t.bytes_out,
+            "instantaneous_input_kbps": f"{kbps_in:.2f}",
+            "instantaneous_output_kbps": f"{kbps_out:.2f}",
             "total_error_replies": self.error_replies,
             "total_reads_processed": t.reads,
             "total_writes_processed": t.writes,
