@@ -168,8 +168,8 @@ def _status(args: argparse.Namespace) -> int:
         for key, value in text.items():
             if key.startswith("shard"):
                 print(f"  {key}: {value}")
-        for key in ("write_fault", "materializer_error"):
-            if text.get(key):
+        for key in ("fenced", "write_fault", "materializer_error"):  # fenced: taken over
+            if text.get(key) and (key == "fenced" or text[key] != text.get("fenced")):
                 print(f"  {key.replace('_', ' ')}: {text[key]}")
                 code = max(code, exits.DIFFERS)
     return code

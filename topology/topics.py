@@ -48,6 +48,12 @@ def snapshot_topic(region_name: str) -> str:
     return f"{region_name}.snapshot"
 
 
+def writers_topic(region_name: str) -> str:
+    """Where a region's nodes announce themselves as their shards' writers (never mirrored):
+    `r1.writers` (`streams.node.presence`)."""
+    return f"{region_name}.writers"
+
+
 def mirrored_name(topic: str, source_alias: str, naming: str) -> str:
     """The name a mirror gives `topic` on the target cluster.
 

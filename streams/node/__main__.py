@@ -22,8 +22,12 @@ from streams.node.node import (
     NodeOptions,
     RegionNode,
 )
+from streams.node.presence import LiveWriterError
 from streams.snapshot import SnapshotError
 from topology.config import Topology, format_shard_set, load, parse_shard_set
+
+EXIT_LIVE_WRITER = 3
+"""A live node writes the region's shards and --takeover was not given."""
 
 
 def _record_at(text: str) -> RecordAt:
@@ -51,6 +55,7 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
                 bind=args.bind,
                 port=args.port,
                 auth=auth,
+                takeover=args.takeover,
             )
         )
     except (OSError, ValueError, KeyError, SnapshotError) as exc:
@@ -62,6 +67,10 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
         loop.add_signal_handler(sig, stop.set)
     try:
         await node.start(catch_up_timeout=args.catch_up_timeout)
+    except LiveWriterError as exc:
+        print(f"streams node {region}: not started: {exc}", file=sys.stderr)
+        await node.stop()
+        return EXIT_LIVE_WRITER
     except Exception as exc:
         print(f"streams node {region}: cannot start: {exc}", file=sys.stderr)
         await node.stop()
@@ -98,7 +107,11 @@ exceptions kept with their tracebacks) wait longer to be collected."""
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m streams.node", description="Run one region node of a topology."
+        prog="python -m streams.node",
+        description="Run one region node of a topology.",
+        epilog="Exit codes: 0 stopped, 1 could not start (catch-up timeout, Kafka), 2 bad "
+        f"options or topology, {EXIT_LIVE_WRITER} a live node already writes the region's "
+        "shards (--takeover to replace it).",
     )
     parser.add_argument("--topology", required=True, help="topology TOML file")
     parser.add_argument("--region", required=True, help="region name, e.g. r1")
@@ -169,6 +182,14 @@ def main(argv: list[str] | None = None) -> int:
         "--debug-faults",
         action="store_true",
         help="allow CRDT.FAULT to make op-log appends fail (tests only)",
+    )
+    parser.add_argument(
+        "--takeover",
+        action="store_true",
+        help="start even when a live node already writes this region's shards: this node "
+        "becomes the writer and the running one is fenced (it refuses every write from then "
+        f"on, saying so). Without it such a start is refused (exit {EXIT_LIVE_WRITER}), "
+        "naming the running node",
     )
     parser.add_argument(
         "--bind", default=None, help="RESP bind address (default: the topology's, 127.0.0.1)"

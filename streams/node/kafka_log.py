@@ -12,7 +12,13 @@ from streams.node import snapshots
 from streams.node.materializer import Materializer, RecordAt
 from streams.node.oplog import ReaderSpec, Snapshot
 from streams.node.writer import RegionWriter
-from topology.topics import ensure_topics, local_topic, oplog_topic, snapshot_topic
+from topology.topics import (
+    ensure_topics,
+    local_topic,
+    oplog_topic,
+    snapshot_topic,
+    writers_topic,
+)
 
 
 class KafkaSnapshots:
@@ -51,11 +57,13 @@ class KafkaLog:
         self.oplog_topic = oplog_topic(region_name)
         self.local_topic = local_topic(region_name)
         self.snapshot_topic = snapshot_topic(region_name)
+        self.writers_topic = writers_topic(region_name)
+        """Where the nodes announce themselves (`streams.node.presence`)."""
 
     def prepare(self) -> None:
         ensure_topics(
             self.bootstrap,
-            [self.oplog_topic, self.local_topic, self.snapshot_topic],
+            [self.oplog_topic, self.local_topic, self.snapshot_topic, self.writers_topic],
             partitions=self.shards,
         )
 

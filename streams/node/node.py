@@ -25,6 +25,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from streams.ids import IdMode
 from streams.node import auth, cluster, connection, latency, settings, slowlog, transactions
@@ -38,6 +39,7 @@ from streams.node.loader import DEFAULT_CATCH_UP_TIMEOUT_S
 from streams.node.materializer import RecordAt
 from streams.node.oplog import OpLog
 from streams.node.peers import Peer, Peers
+from streams.node.presence import Identity, LiveWriterError, Presence, taken_over_text
 from streams.node.report import Report
 from streams.node.shard import Shard, ShardSetup
 from streams.node.shards import ShardSet
@@ -53,7 +55,7 @@ from streams.node.waiters import Waiters
 from streams.reply import Reply
 from streams.resp.server import Held, Session, serve
 from streams.snapshot import read_shard
-from topology.config import NodeConfig, Topology
+from topology.config import NodeConfig, Topology, format_shard_set
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +95,8 @@ class NodeOptions:
     skip_records: frozenset[RecordAt] = frozenset()
     """(topic, partition, offset) of records that do not decode and that an operator decided
     to skip (each skip is logged)."""
+    takeover: bool = False
+    """Start even when a live node writes these shards (`--takeover`): it is fenced."""
 
     def node_config(self) -> NodeConfig:
         """This node's address and shards, with --bind / --port applied."""
@@ -131,6 +135,13 @@ class RegionNode:
         self.log: OpLog = log or KafkaLog(
             region.bootstrap, region.name, region.id, total, options.skip_records
         )
+        self.presence: Presence | None = None
+        """Announcements and takeover watch (`streams.node.presence`); on Kafka only."""
+        if isinstance(self.log, KafkaLog):
+            me = Identity.here(
+                region.name, options.node, f"{node.announced}:{node.resp_port}", node.shards
+            )
+            self.presence = Presence(region.bootstrap, self.log.writers_topic, me)
         self.clock = NodeClock(options.clock, pinnable=options.debug_clock)
         self.waiters = Waiters()
         self.pause = Pause()
@@ -207,7 +218,10 @@ class RegionNode:
         """Make sure the logs exist, load every shard (snapshot, then the logs to their end),
         then serve. Raises `CatchUpTimeout` naming how far each topic got when a shard's backlog
         is not read within `catch_up_timeout` seconds."""
-        await asyncio.get_running_loop().run_in_executor(None, self.log.prepare)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self.log.prepare)
+        if self.presence is not None:
+            await loop.run_in_executor(None, self._claim, self.presence, loop)
         await asyncio.gather(*(s.start(catch_up_timeout) for s in self.shards.shards))
         self._tasks.spawn(self._housekeeping())
         if serve_resp:
@@ -219,6 +233,38 @@ class RegionNode:
             self._server.close()
         self._tasks.cancel_all()
         await asyncio.gather(*(s.stop() for s in self.shards.shards))
+        if self.presence is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.presence.close)
+
+    def _claim(self, presence: Presence, loop: asyncio.AbstractEventLoop) -> None:
+        """Refuse to start beside a live writer of these shards unless told to take over;
+        then announce this node and watch for a node that takes over from it (blocking)."""
+        found = presence.check()
+        live = [who for who, alive in found if alive]
+        if live and not self.options.takeover:
+            who = live[0]
+            shared = format_shard_set(set(who.shards) & set(presence.me.shards))
+            which = f" (shards {shared})" if self.shards.total > 1 else ""
+            raise LiveWriterError(
+                f"region {self.name}{which} already has a live writer: {who.describe()}, which "
+                f"answered through {presence.topic}. Stop it first, or start this node with "
+                "--takeover to make it the writer: the running node is then fenced and refuses "
+                "every write"
+            )
+        for who, alive in found:
+            state = "live (--takeover)" if alive else "not running any more, or frozen"
+            log.warning("%s: taking over from %s: %s", self.name, who.describe(), state)
+        presence.announce(self.options.takeover)
+
+        def taken_over(shard: int, by: dict[str, Any]) -> None:
+            loop.call_soon_threadsafe(self._taken_over, shard, by)
+
+        presence.watch(taken_over)
+
+    def _taken_over(self, index: int, by: dict[str, Any]) -> None:
+        for shard in self.shards.shards:
+            if shard.index == index:
+                shard.taken_over(taken_over_text(shard.writer_name, by))
 
     async def handle(self, session: Session, args: list[bytes]) -> Reply | Held:
         """The RESP entry point (`streams.node.dispatch`)."""

@@ -92,6 +92,11 @@ class Report:
             "last_snapshot_pause_ms": round(max(s.snapshotter.last_pause_ms for s in shards), 2),
             "boot_records_read": sum(s.loader.boot_records for s in shards),
             "write_fault": _first(s.write_fault for s in shards),
+            "fenced": _first(
+                s.fenced_by or s.write_fault or "another writer took over (fenced)"
+                for s in shards
+                if s.writer.fenced
+            ),
             "materializer_error": _first(s.loader.fatal for s in shards),
             "records_skipped": sum(
                 s.loader.reader.records_skipped for s in shards if s.loader.reader is not None

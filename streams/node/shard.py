@@ -90,6 +90,11 @@ class Shard:
             setup.policy,
         )
         self.write_fault: str | None = None
+        self.fenced_by: str | None = None
+        """Another node announced itself as this shard's writer (`streams.node.presence`)."""
+        self.writer_name = (
+            setup.region_name if setup.shards == 1 else f"{setup.region_name} shard {index}"
+        )
         self.tombstones_collected = 0
         self._next_gc = time.monotonic() + TOMBSTONE_GC_S
         self._tasks = Tasks()
@@ -159,10 +164,23 @@ class Shard:
     def _committed(self, batch: WriteBatch) -> None:
         self.replica.committed(batch.replicated)
 
+    def taken_over(self, text: str) -> None:
+        """Another node announced itself as this shard's writer: its registration fenced this
+        one's, so stop writing now rather than at the next failed append, say `text` on every
+        write and in CRDT.INFO, and reload to follow the new writer's log."""
+        if self.fenced_by is not None:
+            return
+        self.fenced_by = self.write_fault = text
+        self.writer.fenced = True
+        log.error("%s: %s", self.name, text)
+        if self.loader.loading is None:
+            self.loader.loading = f"reloading: {text}"
+            self._tasks.spawn(self._reload(text))
+
     def _failed(self, exc: WriterError) -> None:
         """A batch did not commit: the state may hold ops the log does not. Serve nothing until
         it was rebuilt from the log (the log decides whether the failed batch landed)."""
-        self.write_fault = str(exc)
+        self.write_fault = self.fenced_by or str(exc)
         log.error("%s: a write batch failed (%s): reloading the state from the log", self.name, exc)
         if self.loader.loading is None:
             self.loader.loading = f"reloading after a failed write: {exc}"

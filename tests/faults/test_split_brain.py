@@ -46,8 +46,9 @@ class SecondNode(Process):
     def run(self) -> None:
         """Start it and wait until it answers."""
         topology, name = str(self.topo.topology_path), self.topo.names[self.region]
-        self.start(
-            "streams.node", "--topology", topology, "--region", name, "--port", str(self.port)
+        self.start(  # --takeover: the region's first node is live (else: refused, exit 3)
+            "streams.node",
+            *["--topology", topology, "--region", name, "--port", str(self.port), "--takeover"],
         )
         probe = plain_client(self.port, timeout=1)
         try:

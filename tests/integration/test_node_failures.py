@@ -53,7 +53,10 @@ def _start_second_node(topo: LocalTopology, region: int) -> tuple[subprocess.Pop
     path = topo.workdir / "second.toml"
     path.write_text(dumps(dataclasses.replace(topo.topology, regions=regions)))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "streams.node", "--topology", str(path), "--region", f"r{region}"],
+        [
+            *[sys.executable, "-m", "streams.node", "--topology", str(path)],
+            *["--region", f"r{region}", "--takeover"],  # the first node is live: take it over
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -138,6 +138,7 @@ def test_a_second_process_for_the_same_shards_fences_the_first_shard_by_shard(
                 "1",
                 "--port",
                 str(port),
+                "--takeover",  # the first process is live: without it the start is refused
             ],
             stdout=log,
             stderr=log,
