@@ -11,7 +11,7 @@ from typing import Any
 
 import redis
 
-from streams import exits
+from streams import exits, importer
 from streams.cluster.layout import slot_runs
 from streams.ids import IdMode
 from streams.pipeline import cli as sparkcli
@@ -343,6 +343,7 @@ def _main(argv: list[str] | None) -> int:
 
     groupcli.add_parser(sub)
     sparkcli.add_parser(sub)
+    importer.add_parser(sub)
 
     for name, what in NOT_BUILT.items():
         sub.add_parser(name, help=f"not built yet: {what}")
@@ -355,6 +356,8 @@ def _main(argv: list[str] | None) -> int:
         return groupcli.run(args)
     if args.command == "spark":
         return sparkcli.run(args)
+    if args.command == "import":
+        return importer.run(args)
     if args.command == "up":
         return _up(args)
     if args.command == "status":

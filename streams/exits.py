@@ -38,12 +38,13 @@ PIPE_CLOSED = 141
 MEANING: dict[int, str] = {
     OK: "done (equal)",
     DIFFERS: "differs (diff, spark audit), a seed table failed (demo), a node reports a fault "
-    "(status)",
+    "(status), a target key holds other data than the source's stream (import)",
     CORRUPT: "a corrupt record or a state built over skipped records (tainted)",
     UNRESOLVED: "a position, region, topic, shard, key, group, snapshot or topology file that "
     "cannot be resolved",
     UNREACHABLE: "no Kafka broker (or node) answered, or the cluster stopped answering",
-    FAILED: "the job failed (Spark, the data source, or a topology that did not start)",
+    FAILED: "the job failed (Spark, the data source, or a topology that did not start; import: "
+    "the target refused the writes)",
     USAGE: "usage error (unknown option, missing or conflicting arguments)",
     INTERRUPTED: "interrupted (Ctrl-C)",
     PIPE_CLOSED: "stdout was closed before the output ended (e.g. `| head -1`)",
