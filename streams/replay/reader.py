@@ -131,6 +131,10 @@ def read(
             offset = msg.offset() or 0
             stop = stops.get(part)
             if stop is not None and offset >= stop:
+                # A record at or past the stop proves every offset before it was read: those
+                # without a data record are transaction markers (or aborted), which
+                # read_committed never delivers. So the stop is reached, not "last record + 1".
+                positions[part] = max(positions[part], stop)
                 reading.finish(part)
                 continue
             kind, ts = msg.timestamp()
