@@ -94,6 +94,11 @@ def _pending(r: Any, key: str, group: bytes) -> list[tuple[Any, Any, Any]]:
     return [(x["message_id"], x["consumer"], x["times_delivered"]) for x in rows]
 
 
+def _idle(r: Any, key: str, group: bytes) -> list[int]:
+    rows = r.xpending_range(key, group, "-", "+", 100_000)
+    return [int(x["time_since_delivered"]) for x in rows]
+
+
 def _assert_same(source: redis.Redis, topo: LocalTopology, keys: list[str]) -> None:
     """Every region: the source's entries and stream counters; the groups' last-delivered-id,
     entries-read and lag. r1 (the importing region) also: consumers and pending entries."""
@@ -113,6 +118,9 @@ def _assert_same(source: redis.Redis, topo: LocalTopology, keys: list[str]) -> N
                 for group in groups:
                     name = group["name"]
                     assert _pending(r, key, name) == _pending(source, key, name)
+                    # Delivery times carried: idle times agree up to the test's own pace.
+                    idle = zip(_idle(r, key, name), _idle(source, key, name), strict=True)
+                    assert all(abs(mine - src) < 10_000 for mine, src in idle)
                     names = [c["name"] for c in r.xinfo_consumers(key, name)]
                     assert names == [c["name"] for c in source.xinfo_consumers(key, name)]
             else:  # consumers and pending entries are r1's (local to a region)

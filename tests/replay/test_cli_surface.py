@@ -199,6 +199,7 @@ def test_usage_errors_exit_64_not_the_corrupt_record_status(tmp_path: Path) -> N
 
 def _verb_helps() -> list[list[str]]:
     verbs = ["log", "replay", "snapshot", "diff", "history", "status", "group", "up", "demo"]
+    verbs.append("import")
     jobs = ["audit", "export", "follow", "snapshot"]
     return [[v, "--help"] for v in verbs] + [["spark", j, "--help"] for j in jobs]
 
