@@ -144,3 +144,18 @@ def test_rocket_rides_example_consumers_agree_despite_double_sends_and_crashes(u
     assert run.returncode == 0, run.stdout + run.stderr
     assert "the consumers agree" in run.stdout
     assert "double-sent batches: 0" not in run.stdout  # the run did exercise double sends
+
+
+def test_checkpoint_consumer_example_records_every_order_exactly_once(url: str) -> None:
+    """The runnable CheckpointConsumer example docs/sdk.md points to (issue 26, item 6)."""
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "examples/sdk/checkpoint_consumer.py"), "--endpoint", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "first run: 20 orders recorded, 3 double sends skipped" in run.stdout, run.stdout
+    assert "after a restart: 5 new orders recorded" in run.stdout, run.stdout
+    assert "25 rows for 25 orders: every order exactly once" in run.stdout, run.stdout
