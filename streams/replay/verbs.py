@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any
 
+from streams import exits
 from streams.ops.codec import DecodeError, decode
 from streams.progress import Progress
 from streams.progress import wanted as progress_wanted
@@ -35,7 +36,7 @@ from streams.snapshot import write_snapshot
 from topology.config import TopologyError
 from topology.config import load as load_topology
 
-EXIT_OK, EXIT_DIFFERS, EXIT_CORRUPT, EXIT_POSITION = 0, 1, 2, 3
+EXIT_OK, EXIT_DIFFERS, EXIT_CORRUPT = exits.OK, exits.DIFFERS, exits.CORRUPT  # streams/exits.py
 
 
 def bootstrap(args: argparse.Namespace) -> str:
