@@ -58,6 +58,7 @@ class LocalTopology:
         node_args: list[str] | None = None,
         shards: int = 1,
         nodes: int = 1,
+        metrics: bool = False,
     ) -> None:
         """`external`: run nodes and mirrors for an existing topology (its own Kafka clusters)
         instead of starting embedded brokers (its file decides shards and nodes); `port_base`:
@@ -67,7 +68,8 @@ class LocalTopology:
         `--user NAME:PASS` given when there is no requirepass); every node gets the same options,
         so `--port` and `--node` have no place there. `shards`: the database's shard count
         (1..1024); `nodes`: node processes per region (1..shards), each owning a contiguous group
-        of shards."""
+        of shards. `metrics`: every node serves Prometheus metrics (`--metrics-port`) on a free
+        port: `.metrics_ports[i]` (the first node's), `.node_metrics_ports[i]` (each node's)."""
         if external is not None:
             regions = len(external.regions)
             if (shards, nodes) != (1, 1):
@@ -109,6 +111,9 @@ class LocalTopology:
         self.node_ports: dict[int, list[int]] = {}
         self.bootstrap: dict[int, str] = {}
         self.names: dict[int, str] = {}
+        self.metrics = metrics
+        self.metrics_ports: dict[int, int] = {}
+        self.node_metrics_ports: dict[int, list[int]] = {}
 
     # --- context manager -------------------------------------------------------------------------
 
@@ -135,6 +140,9 @@ class LocalTopology:
             self.ports[cfg.id] = cfg.resp_port
             self.node_ports[cfg.id] = [node.resp_port for node in cfg.nodes]
             self.bootstrap[cfg.id] = cfg.bootstrap
+            if self.metrics:
+                self.node_metrics_ports[cfg.id] = [free_port() for _ in cfg.nodes]
+                self.metrics_ports[cfg.id] = self.node_metrics_ports[cfg.id][0]
         self.topology_path.write_text(dumps(self.topology))
         self.mirrors = MirrorSet(self.topology)
         for i, node in self._every_node():
@@ -371,6 +379,7 @@ class LocalTopology:
             ]
             + (["--debug-clock"] if self.debug_clock else [])
             + self.node_args
+            + (["--metrics-port", str(self.node_metrics_ports[i][node])] if self.metrics else [])
             + (extra_args or [])
         )
         self._procs[(i, node)] = subprocess.Popen(

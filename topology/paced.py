@@ -90,6 +90,15 @@ class PacedConsumer:
         with self._lock:
             return {part: state.position for part, state in self.tracker.partitions.items()}
 
+    def behind(self) -> dict[Partition, int]:
+        """Per assigned partition, offsets between the position and the broker's last reported
+        high watermark (0 when none was reported; transaction markers take offsets too)."""
+        with self._lock:
+            return {
+                part: max(0, (state.high or 0) - state.position)
+                for part, state in self.tracker.partitions.items()
+            }
+
     def describe(self) -> str:
         with self._lock:
             return self.tracker.describe()

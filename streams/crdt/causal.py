@@ -7,6 +7,8 @@ which is what makes at-least-once mirroring safe.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from streams.crdt.ops import Op, Vector
 
 
@@ -63,6 +65,11 @@ class CausalBuffer:
         return all(
             self.applied.get(region, 0) >= seq for region, seq in op.ctx if region != op.origin
         )
+
+    def held(self) -> Iterator[Op]:
+        """Every op waiting here (read-only: the node's metrics tell how far behind it is)."""
+        for queue in self._waiting.values():
+            yield from queue.values()
 
     def missing(self) -> dict[int, int]:
         """For each origin with held ops: the seq that is awaited next (for diagnostics)."""

@@ -10,7 +10,7 @@ state (entries and group names, which is what `digest` covers).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from streams.crdt import ops
@@ -183,6 +183,18 @@ class State:
                 group.ack_sent[origin] = frontier
 
     # --- tombstone collection ------------------------------------------------------------------
+
+    def tombstones_held(self) -> int:
+        """DEL and XGROUP DESTROY tombstones held (a node's metrics): only the keys that may hold
+        some once a collection listed them, every key before."""
+        if self._tombstoned is None:
+            held: Iterable[KeyState] = self.keys.values()
+        else:
+            held = (self.keys[k] for k in self._tombstoned if k in self.keys)
+        return sum(
+            len(ks.del_tombstones) + sum(len(d) for d in ks.group_tombstones.values())
+            for ks in held
+        )
 
     def collect_tombstones(self, stable: dict[int, int]) -> int:
         """Drop tombstones every region has applied (`stable` = per-origin seq all have).

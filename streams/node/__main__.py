@@ -13,6 +13,7 @@ import logging
 import signal
 import sys
 
+from streams.node import metrics
 from streams.node.auth import AuthConfig
 from streams.node.materializer import RecordAt, parse_record_at
 from streams.node.node import (
@@ -39,28 +40,33 @@ def _record_at(text: str) -> RecordAt:
 
 async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
     region = args.region
+    exporter = None
     try:
         topology = load(args.topology)
-        node = RegionNode(
-            NodeOptions(
-                topology,
-                region,
-                node=_node_index(topology, region, args.node, args.shards),
-                debug_clock=args.debug_clock,
-                debug_faults=args.debug_faults,
-                snapshots=tuple(args.snapshot),
-                snapshot_every_ops=args.snapshot_every_ops,
-                snapshot_every_s=args.snapshot_every_s,
-                skip_records=frozenset(args.skip_record),
-                bind=args.bind,
-                port=args.port,
-                auth=auth,
-                takeover=args.takeover,
-            )
+        options = NodeOptions(
+            topology,
+            region,
+            node=_node_index(topology, region, args.node, args.shards),
+            debug_clock=args.debug_clock,
+            debug_faults=args.debug_faults,
+            snapshots=tuple(args.snapshot),
+            snapshot_every_ops=args.snapshot_every_ops,
+            snapshot_every_s=args.snapshot_every_s,
+            skip_records=frozenset(args.skip_record),
+            bind=args.bind,
+            port=args.port,
+            auth=auth,
+            takeover=args.takeover,
         )
+        if args.metrics_port is not None:
+            exporter = metrics.Exporter.listen(options.node_config().bind, args.metrics_port)
+        node = RegionNode(options)
     except (OSError, ValueError, KeyError, SnapshotError) as exc:
         print(f"streams node {region}: cannot start: {exc}", file=sys.stderr)
         return 2
+    if exporter is not None:
+        exporter.attach(node)
+        print(f"region {region} metrics on http://{node.bind}:{exporter.port}/metrics", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -79,6 +85,8 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
     print(f"region {region} ready on {node.bind}:{node.port}", flush=True)
     await stop.wait()
     await node.stop()
+    if exporter is not None:
+        exporter.close()
     return 0
 
 
@@ -198,6 +206,15 @@ def main(argv: list[str] | None = None) -> int:
         "--port", type=int, default=None, help="RESP port (default: the topology's resp_port)"
     )
     parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        metavar="P",
+        help="serve Prometheus metrics (replication lag, commit latency, snapshots, tombstones; "
+        "docs/monitoring.md) on http://BIND:P/metrics, bound as the RESP port is; 0 picks a "
+        "free port and prints it (default: off)",
+    )
+    parser.add_argument(
         "--requirepass",
         default=None,
         metavar="PASS",
@@ -218,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--catch-up-timeout must be positive, got {args.catch_up_timeout:g}")
     if args.port is not None and not 0 < args.port < 65536:
         parser.error(f"--port must be within 1..65535, got {args.port}")
+    if args.metrics_port is not None and not 0 <= args.metrics_port < 65536:
+        parser.error(f"--metrics-port must be within 0..65535, got {args.metrics_port}")
     try:
         auth = AuthConfig.build(args.requirepass, args.user)
     except ValueError as exc:

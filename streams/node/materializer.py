@@ -144,6 +144,10 @@ class Materializer:
         """The next offset to read per topic (in partition `partition`)."""
         return {topic: offset for (topic, _p), offset in self._reader.positions().items()}
 
+    def behind(self) -> dict[str, int]:
+        """Per topic read, offsets of partition `partition` not read yet (node metrics)."""
+        return {topic: n for (topic, _p), n in self._reader.behind().items()}
+
     @property
     def fetch_wait_ms(self) -> int:
         return self._reader.wait_ms

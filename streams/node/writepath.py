@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -75,6 +76,9 @@ class WritePath:
         self._task: asyncio.Task[None] | None = None
         self.batches = 0
         self.ops = 0
+        self.observe: Callable[[float, int], None] | None = None
+        """Told each committed batch's commit time (seconds) and op count (`streams.node.metrics`
+        sets it when the node exports metrics): once per transaction, never per op."""
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._commit_loop())
@@ -126,6 +130,7 @@ class WritePath:
             if batch is None or not batch:
                 continue
             self._in_flight = batch
+            started = time.perf_counter()
             try:
                 await self.writer.append(batch.records, batch.local_records)
             except WriterError as exc:
@@ -140,6 +145,8 @@ class WritePath:
             self.ops += len(batch)
             batch.outcome.set_result(None)
             self._on_committed(batch)
+            if self.observe is not None:
+                self.observe(time.perf_counter() - started, len(batch))
 
     def _fail(self, batch: WriteBatch, exc: WriterError) -> None:
         """The batch in flight failed: it and the open batch (built on its state) fail."""
