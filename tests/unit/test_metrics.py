@@ -8,12 +8,12 @@ import socket
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any, TypeVar
 
 from prometheus_client import start_http_server
 from prometheus_client.parser import text_string_to_metric_families
-from unit.test_connection_commands import TOPOLOGY, Client, run, serving
 
 from streams.crdt import ops
 from streams.node import metrics
@@ -21,6 +21,18 @@ from streams.node.materializer import Decoded
 from streams.node.memory import MemoryLog
 from streams.node.node import NodeOptions, RegionNode
 from streams.ops.codec import decode
+from streams.resp.server import Held, Session
+from topology.config import RegionConfig, Topology
+
+TOPOLOGY = Topology(
+    regions=(
+        RegionConfig("r1", 1, "127.0.0.1:1", 7001),
+        RegionConfig("r2", 2, "127.0.0.1:2", 7002),
+    ),
+    mirror_naming="identity",
+)
+LOOPS: dict[int, asyncio.AbstractEventLoop] = {}
+T = TypeVar("T")
 
 FAMILIES = {
     "streams_replication_lag_ops": "gauge",
@@ -40,7 +52,32 @@ FAMILIES = {
 
 
 def node_of(region: str, clock: Callable[[], float]) -> RegionNode:
-    return serving(RegionNode(NodeOptions(TOPOLOGY, region, clock=clock), log=MemoryLog(region)))
+    """A node on an in-memory op log with an event loop of its own (run only while a test
+    drives it), nothing to catch up with."""
+    node = RegionNode(NodeOptions(TOPOLOGY, region, clock=clock), log=MemoryLog(region))
+    loop = LOOPS[id(node)] = asyncio.new_event_loop()
+    loop.run_until_complete(node.start(serve_resp=False))
+    return node
+
+
+def run(node: RegionNode, coro: Coroutine[Any, Any, T]) -> T:
+    return LOOPS[id(node)].run_until_complete(coro)
+
+
+class Client:
+    """One connection; `call` waits for a held reply's batch to commit."""
+
+    def __init__(self, node: RegionNode) -> None:
+        self.node = node
+        self.session = Session(1)
+
+    def call(self, *args: str) -> None:
+        async def answer() -> None:
+            reply = await self.node.handle(self.session, [a.encode() for a in args])
+            if isinstance(reply, Held):
+                assert await reply.until is None
+
+        run(self.node, answer())
 
 
 def r2_ops(count: int) -> list[ops.Op]:
