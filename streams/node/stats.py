@@ -134,6 +134,9 @@ class Stats:
         """slowlog-log-slower-than in ns (negative: the slow log is off)."""
         self.threshold_ns = 0
         """latency-monitor-threshold in ns (0: the latency monitor is off)."""
+        self.alert_ns = self.slower_than_ns
+        """The shortest run time the slow log or the latency monitor wants to hear of (one
+        comparison per request)."""
         self.connections = 0
         self.processed = 0
         self.commands: dict[str, Figures] = {}
@@ -152,6 +155,8 @@ class Stats:
         self.slower_than_ns = slower_than * 1000 if slower_than >= 0 else -1
         self.slowlog.resize(int(values["slowlog-max-len"]))
         self.threshold_ns = int(values["latency-monitor-threshold"]) * 1_000_000
+        wanted = [t for t in (self.slower_than_ns, self.threshold_ns or -1) if t >= 0]
+        self.alert_ns = min(wanted) if wanted else 1 << 62
 
     def reset(self) -> None:
         """CONFIG RESETSTAT: Redis's resetServerStats and resetCommandTableStats, error stats."""
@@ -205,10 +210,8 @@ class Stats:
                 index = (shift << 7) + (value >> shift)
                 histogram = figures.histogram
                 histogram[index] = histogram.get(index, 0) + 1
-            if 0 <= self.slower_than_ns <= ns and "skip_slowlog" not in spec.flags:
-                self.slowlog.push(client, args, ns // 1000)
-            if self.threshold_ns and ns >= self.threshold_ns:
-                self.latency.add("fast-command" if "fast" in spec.flags else "command", ns)
+            if ns >= self.alert_ns:
+                self._slow(client, cmd, args, ns)
             if reply.__class__ is CommandError:  # (EXEC's queued commands count on their own)
                 figures.failed += 1
                 self.error(reply)
@@ -223,6 +226,14 @@ class Stats:
                 figures.rejected += 1
             if reply.__class__ is CommandError:
                 self.error(reply)
+
+    def _slow(self, client: Client, cmd: Command, args: list[bytes], ns: int) -> None:
+        """A command ran at least as long as the slow log or the latency monitor asks for."""
+        flags = cmd.spec.flags
+        if 0 <= self.slower_than_ns <= ns and "skip_slowlog" not in flags:
+            self.slowlog.push(client, args, ns // 1000)
+        if self.threshold_ns and ns >= self.threshold_ns:
+            self.latency.add("fast-command" if "fast" in flags else "command", ns)
 
     def error(self, reply: Reply) -> None:
         """An error reply was sent: errorstats and total_error_replies."""
