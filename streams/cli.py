@@ -67,6 +67,7 @@ def _up(args: argparse.Namespace) -> int:
             workdir=str(args.state_dir),
             shards=args.shards,
             nodes=args.nodes,
+            metrics=args.metrics,
         )
     except ValueError as exc:
         print(f"streams up: {exc}", file=sys.stderr)
@@ -85,6 +86,8 @@ def _up(args: argparse.Namespace) -> int:
     try:
         assert topo.topology is not None
         _print_regions(topo.topology)
+        if args.metrics:
+            _print_metrics(topo)
         print(f"topology file: {topo.topology_path}   (streams status reads it)")
         if external is None:
             print(
@@ -119,6 +122,18 @@ def _print_regions(topology: Topology) -> None:
             "cluster clients (redis-cli -c, redis-py RedisCluster) may start at any node of a"
             f" region and follow MOVED to a key's node: redis-cli -c -p {clustered[0].resp_port}"
         )
+
+
+def _print_metrics(topo: LocalTopology) -> None:
+    """Where each node serves its Prometheus metrics (docs/monitoring.md)."""
+    assert topo.topology is not None
+    print("Prometheus metrics (docs/monitoring.md):")
+    for cfg in topo.topology.regions:
+        urls = ", ".join(
+            f"http://{node.bind}:{port}/metrics"
+            for node, port in zip(cfg.nodes, topo.node_metrics_ports[cfg.id], strict=True)
+        )
+        print(f"  {cfg.name}: {urls}")
 
 
 def _slots_text(shards: int, node: NodeConfig) -> str:
@@ -311,6 +326,13 @@ def _main(argv: list[str] | None) -> int:
         help="node processes per region (default 1, at most S), each owning a contiguous group "
         "of the shards on its own port; with more than one, a region's nodes speak the Redis "
         "Cluster protocol (redis-cli -c, redis-py RedisCluster follow MOVED)",
+    )
+    up.add_argument(
+        "--metrics",
+        action="store_true",
+        help="every node serves Prometheus metrics of the CRDT layer (replication lag, commit "
+        "latency, batch size, snapshot age, tombstones) on a free port, printed at start "
+        "(python -m streams.node --metrics-port; docs/monitoring.md)",
     )
 
     status = sub.add_parser(

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -142,6 +143,20 @@ def test_streams_up_with_several_nodes_prints_each_and_the_cluster_hint(tmp_path
             replicates(clusters[0], clusters[1], key)
         for cluster in clusters:
             cluster.close()
+        stop_with_ctrl_c(proc, text)
+
+
+def test_streams_up_with_metrics_prints_where_each_node_serves_them(tmp_path: Path) -> None:
+    with streams_up("--regions", "2", "--metrics", "--state-dir", str(tmp_path)) as (proc, text):
+        urls = dict(re.findall(r"^  (r\d): (http://127\.0\.0\.1:\d+/metrics)$", text, re.M))
+        assert sorted(urls) == ["r1", "r2"], text
+        r1 = redis.Redis(port=region_ports(text)[0], socket_timeout=10)
+        r1.xadd(b"m", {b"f": b"v"})
+        r1.close()
+        with urllib.request.urlopen(urls["r1"], timeout=10) as answer:
+            exposition = answer.read().decode()
+        assert 'streams_batch_ops_count{region="r1",shard="0"} 1.0' in exposition, exposition
+        assert "# HELP streams_replication_lag_ops" in exposition
         stop_with_ctrl_c(proc, text)
 
 
