@@ -577,3 +577,26 @@ def test_cli_runs_until_interrupted(
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert f"{names[0]} -> {names[1]}: 6 copied (+6)" in out
+
+
+def test_a_record_carrying_a_mirror_header_is_skipped_and_reported_not_fatal(
+    clusters: Clusters, region: Callable[[], str]
+) -> None:
+    """A record some producer wrote into a region's own log with a `mirror.source` header is
+    not the region's: the mirror skips it, counts it, and goes on copying what follows (it
+    used to stop for good, the only sign being lag that grew)."""
+    name = region()
+    topic = oplog_topic(name)
+    produce(clusters.a, topic, 3)
+    stray = Producer({"bootstrap.servers": clusters.a})
+    stray.produce(
+        topic, key=b"x", value=b"stray", partition=0, headers=[(MIRROR_SOURCE_HEADER, b"Z")]
+    )
+    stray.flush(10)
+    produce(clusters.a, topic, 4, start=3)
+    with Mirror(clusters.a, clusters.b, name, "A") as mirror:
+        mirror.copy_available(timeout=20)
+        assert mirror.error is None
+        assert mirror.skipped == 1
+    copies = read_all(clusters.b, topic)
+    assert [c.value for c in copies] == [b"value-%d" % i for i in range(7)]

@@ -97,6 +97,12 @@ class Mirror:
         return self._writer.copied
 
     @property
+    def skipped(self) -> int:
+        """Source records not copied because they are not the region's own (they carry a
+        `mirror.source` header: `topology.mirror.writer.TargetWriter._skip_copy`)."""
+        return self._writer.skipped
+
+    @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 

@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError, Producer
 
 from topology.mirror.clients import Clients
-from topology.mirror.errors import Deadline, MirrorError
+from topology.mirror.errors import Deadline
 from topology.mirror.headers import MIRROR_SOURCE_HEADER, copied_from, copy_headers, is_copy
 
 if TYPE_CHECKING:
     from topology.kafka import Msg
 
 log = logging.getLogger(__name__)
+
+SKIP_REPORT_EVERY = 1000
 
 
 class TargetWriter:
@@ -39,6 +41,10 @@ class TargetWriter:
         """The first delivery error of the current producer."""
         self.floors: dict[int, int] = {}
         """Per partition, the lowest source offset whose delivery failed, until resumed."""
+        self.skipped = 0
+        """Source records not copied because they carry a `mirror.source` header."""
+        self.last_skipped: tuple[int, int | None] | None = None
+        """(partition, offset) of the newest of them."""
 
     def open(self) -> None:
         """Create the producer if there is none (an idempotent producer spends ~0.5 s getting
@@ -52,12 +58,8 @@ class TargetWriter:
         assert self._producer is not None
         partition = message.partition() or 0
         if is_copy(message):
-            raise MirrorError(
-                f"{self.route.source_topic} partition {partition} offset {message.offset()} on"
-                f" {self.route.source_bootstrap} carries a {MIRROR_SOURCE_HEADER} header: it is"
-                " a mirrored copy, and a mirror must only read a region's own op log on its home"
-                " cluster (check the region's bootstrap)"
-            )
+            self._skip_copy(partition, message.offset())
+            return
         ts_type, ts = message.timestamp()
         while True:
             try:
@@ -74,6 +76,29 @@ class TargetWriter:
                 # The local queue is full: serve delivery reports until there is room.
                 self._producer.poll(0.05)
                 deadline.check("waiting for room in the producer queue")
+
+    def _skip_copy(self, partition: int, offset: int | None) -> None:
+        """A record in the source log carries a `mirror.source` header: it is not the region's
+        own (a mirrored copy, or a record some other producer wrote there). Copying it would
+        hand other regions a record their home cluster never had; stopping for good would let
+        one stray record end the region's replication. So it is skipped and reported: the first
+        one and then one line per `SKIP_REPORT_EVERY`, with the count (`skipped`)."""
+        self.skipped += 1
+        self.last_skipped = (partition, offset)
+        if self.skipped == 1 or self.skipped % SKIP_REPORT_EVERY == 0:
+            log.warning(
+                "%s: skipped %s partition %d offset %s on %s: it carries a %s header, so it is "
+                "not a record of the region's own op log (a copy, or written by another "
+                "producer); %d skipped so far (a mirror pointed at a cluster that holds only "
+                "copies skips everything: check the region's bootstrap)",
+                self.route.name,
+                self.route.source_topic,
+                partition,
+                offset,
+                self.route.source_bootstrap,
+                MIRROR_SOURCE_HEADER,
+                self.skipped,
+            )
 
     def poll(self) -> None:
         """Serve delivery reports that arrived."""
