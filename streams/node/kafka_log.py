@@ -8,9 +8,12 @@ producer of its own (`streams.node.writer`), reads partition s of every op log o
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from streams.node import snapshots
 from streams.node.materializer import Materializer, RecordAt
 from streams.node.oplog import ReaderSpec, Snapshot
+from streams.node.trust import RecordGate
 from streams.node.writer import RegionWriter
 from topology.topics import (
     ensure_topics,
@@ -48,12 +51,16 @@ class KafkaLog:
         region_id: int,
         shards: int = 1,
         skip_records: frozenset[RecordAt] = frozenset(),
+        regions: Mapping[int, str] | None = None,
     ) -> None:
+        """`regions`: every region of the topology, id -> name: records of any other origin,
+        or in another region's op log, are refused (`streams.node.trust`)."""
         self.bootstrap = bootstrap
         self.region_name = region_name
         self.region_id = region_id
         self.shards = shards
         self.skip_records = skip_records
+        self.regions = dict(regions) if regions is not None else {region_id: region_name}
         self.oplog_topic = oplog_topic(region_name)
         self.local_topic = local_topic(region_name)
         self.snapshot_topic = snapshot_topic(region_name)
@@ -91,6 +98,7 @@ class KafkaLog:
             else frozenset({self.oplog_topic, self.local_topic}),
             skip_records=self.skip_records,
             partition=shard,
+            gate=RecordGate(self.regions, self.region_id),
         )
 
     def snapshots(self, shard: int) -> KafkaSnapshots:

@@ -42,6 +42,7 @@ from typing import Any
 from confluent_kafka import KafkaException, Message
 
 from streams.crdt import ops
+from streams.node.trust import RecordGate, UntrustedRecord
 from streams.ops.codec import DecodeError, decode
 from topology.kafka import Pacing, Partition
 from topology.paced import PacedConsumer
@@ -104,6 +105,7 @@ class Materializer:
         skip_records: frozenset[RecordAt] = frozenset(),
         *,
         partition: int = 0,
+        gate: RecordGate | None = None,
     ) -> None:
         """`own_topics`: the region's own logs; read while catching up, then dropped, since the
         live node applied their ops when it wrote them (reading them back would only decode
@@ -119,6 +121,8 @@ class Materializer:
         self.own_topics = own_topics
         self.skip_records = skip_records
         self.records_skipped = 0
+        self.gate = gate
+        """Refuses records that decode but cannot be ops of the topology (`streams.node.trust`)."""
         self._local_read = False  # the .local backlog is read: the other topics may come
         self.own_positions: dict[str, int] = {}
         """Where reading the own topics stopped when they were dropped after catching up."""
@@ -235,6 +239,15 @@ class Materializer:
                 )
                 return None
             raise CorruptRecord(topic, partition, offset, str(exc)) from exc
+        if self.gate is not None:
+            try:
+                self.gate.check(topic, partition, offset, msg.value() or b"", record)
+            except UntrustedRecord as exc:
+                if (topic, partition, offset) not in self.skip_records:
+                    raise
+                self.records_skipped += 1
+                log.warning("%s: skipping as --skip-record asked: %s", self.name, exc)
+                return None
         if (topic, partition, offset) in self.skip_records:
             log.warning(
                 "%s: --skip-record names topic %s partition %d offset %d, but that record "

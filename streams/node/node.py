@@ -133,7 +133,12 @@ class RegionNode:
         self.bind, self.port = node.bind, node.resp_port
         total = topology.shards
         self.log: OpLog = log or KafkaLog(
-            region.bootstrap, region.name, region.id, total, options.skip_records
+            region.bootstrap,
+            region.name,
+            region.id,
+            total,
+            options.skip_records,
+            regions={r.id: r.name for r in topology.regions},
         )
         self.presence: Presence | None = None
         """Announcements and takeover watch (`streams.node.presence`); on Kafka only."""

@@ -1,0 +1,147 @@
+"""What the materializer checks before a decoded record may reach the state: that it can be a
+real op of the topology, and that it does not contradict an op already read under its dot.
+
+The op logs are Kafka topics, and anyone who can produce to them can put a record there. A
+record that decodes is not yet an op of the database:
+
+- its origin must be a region of the topology: an op "from r9" that no region wrote would be
+  applied everywhere it is mirrored and stay in every causal context for good;
+- an op in an op-log topic must be of the region the topic belongs to (`r1.oplog` and its
+  mirrored copies hold r1's ops only; a mirrored topic keeps the region's name as its last part,
+  `A.r1.oplog`);
+- two records with the same dot (origin, seq) and different bytes are a conflict. Duplicates
+  are normal (mirrors copy at least once) and are dropped by the fold as duplicates, so a forged
+  record that takes the dot the region's writer uses next would make every reader drop the real
+  op silently. The gate remembers a digest of the most recent `WINDOW` dots of each origin and
+  stops on a second record under one of them whose bytes differ, naming both places; an
+  operator decides which one carries no op and names it with `--skip-record`. (Older dots are
+  no longer compared: a forged record far behind the frontier is a duplicate the fold drops,
+  which changes nothing.)
+
+Every refusal stops the materializer like an undecodable record does (nothing is applied
+silently, nothing skipped silently), and `--skip-record TOPIC:PARTITION:OFFSET` lets an
+operator skip the one record named. Records are not authenticated here: a producer with broker
+access that copies a real record's bytes elsewhere is caught by the dot check, but one that
+writes a well-formed op under a fresh dot is not; Kafka ACLs (only a region's principal writes
+its topics) are what keeps such producers out (docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from collections.abc import Mapping
+
+from streams.crdt import ops
+from topology.topics import OPLOG_SUFFIX, is_oplog_topic
+
+WINDOW = 1 << 16
+"""Dots remembered per origin (a power of two: a dot's slot is `seq & (WINDOW - 1)`); about
+26 bytes each, 1.7 MB per origin and shard."""
+
+
+class UntrustedRecord(RuntimeError):
+    """A record that decodes but cannot be an op of this topology."""
+
+    def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
+        super().__init__(
+            f"refusing the record at topic {topic} partition {partition} offset {offset}: "
+            f"{reason}; the materializer stopped (nothing was applied; if this record carries "
+            f"no op, restart the node with --skip-record {topic}:{partition}:{offset})"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+
+def topic_region(topic: str) -> str:
+    """The region whose op log `topic` is (or is a copy of): `r1.oplog` and `A.r1.oplog` -> r1."""
+    return topic[: -len(OPLOG_SUFFIX)].rsplit(".", 1)[-1]
+
+
+def digest(value: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(value, digest_size=8).digest(), "little")
+
+
+class _Dots:
+    """The most recent dots of one origin: a ring of (seq, digest, where)."""
+
+    __slots__ = ("seqs", "digests", "offsets", "topics")
+
+    def __init__(self) -> None:
+        self.seqs = array("Q", bytes(8 * WINDOW))
+        self.digests = array("Q", bytes(8 * WINDOW))
+        self.offsets = array("q", bytes(8 * WINDOW))
+        self.topics = array("H", bytes(2 * WINDOW))
+
+
+class RecordGate:
+    """One per materializer (one shard's reader); not thread-safe (the reader thread owns it)."""
+
+    def __init__(self, regions: Mapping[int, str], own_region: int) -> None:
+        self.regions = dict(regions)
+        self.own_region = own_region
+        self._dots: dict[int, _Dots] = {}
+        self._topics: list[str] = []
+        self._topic_index: dict[str, int] = {}
+
+    def check(
+        self, topic: str, partition: int, offset: int, value: bytes, record: ops.Op | ops.LocalOp
+    ) -> None:
+        """Raise UntrustedRecord if `record` (read at `topic`/`partition`/`offset` with the bytes
+        `value`) must not be applied."""
+        if isinstance(record, ops.LocalOp):
+            return  # read from the region's own .local topic only; the fold checks its region
+        origin = record.origin
+        name = self.regions.get(origin)
+        if name is None:
+            known = ", ".join(f"{n} (id {i})" for i, n in sorted(self.regions.items()))
+            raise UntrustedRecord(
+                topic,
+                partition,
+                offset,
+                f"its origin, region id {origin}, is not a region of the topology ({known})",
+            )
+        if is_oplog_topic(topic) and topic_region(topic) != name:
+            raise UntrustedRecord(
+                topic,
+                partition,
+                offset,
+                f"it is an op of region {name} (dot {origin}:{record.seq}) in the op log of "
+                f"region {topic_region(topic)}",
+            )
+        self._check_dot(topic, partition, offset, origin, record.seq, digest(value))
+
+    def _check_dot(
+        self, topic: str, partition: int, offset: int, origin: int, seq: int, value_digest: int
+    ) -> None:
+        dots = self._dots.get(origin)
+        if dots is None:
+            dots = self._dots[origin] = _Dots()
+        slot = seq & (WINDOW - 1)
+        if dots.seqs[slot] == seq:
+            if dots.digests[slot] != value_digest:
+                first_topic = self._topics[dots.topics[slot]]
+                raise UntrustedRecord(
+                    topic,
+                    partition,
+                    offset,
+                    f"it carries dot {origin}:{seq} ({self.regions[origin]}), as does the "
+                    f"different record at topic {first_topic} partition {partition} offset "
+                    f"{dots.offsets[slot]}: one of them was not written by the region's writer "
+                    "(the first was applied, this one was not; skip the forged one and restart)",
+                )
+            return
+        if seq < dots.seqs[slot]:
+            return  # older than the window: the fold drops it as a duplicate
+        dots.seqs[slot] = seq
+        dots.digests[slot] = value_digest
+        dots.offsets[slot] = offset
+        dots.topics[slot] = self._index(topic)
+
+    def _index(self, topic: str) -> int:
+        index = self._topic_index.get(topic)
+        if index is None:
+            index = self._topic_index[topic] = len(self._topics)
+            self._topics.append(topic)
+        return index
