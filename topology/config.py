@@ -11,6 +11,10 @@ silently never converge or keys that no node serves.
     mirror_naming = "identity"     # or "default" (MirrorMaker 2's <source-alias>.<topic>)
     shards = 4                     # 1..1024, default 1; the same in every region, fixed when the
                                    # topics are created (partition s of each op log is shard s)
+    replication_factor = 3         # optional: replicas of every topic the nodes create
+                                   # (default: the broker's default.replication.factor)
+    min_insync_replicas = 2        # optional: the topics' min.insync.replicas (default: the
+                                   # broker's); writes use acks=all, so a commit needs this many
 
     [[region]]
     name = "r1"
@@ -82,7 +86,7 @@ REQUIRED_REGION_KEYS = ("name", "id", "bootstrap", "resp_port")
 OPTIONAL_REGION_KEYS = ("id_mode", "alias", "bind", "node")
 REQUIRED_NODE_KEYS = ("resp_port",)
 OPTIONAL_NODE_KEYS = ("bind", "shards", "announce")
-TOPOLOGY_KEYS = ("mirror_naming", "shards")
+TOPOLOGY_KEYS = ("mirror_naming", "shards", "replication_factor", "min_insync_replicas")
 DEFAULT_BIND = "127.0.0.1"
 # Names become topic-name parts (`r1.oplog`, `A.r1.oplog`): no dot, or a mirrored topic name
 # would be ambiguous; only characters Kafka accepts in topic names.
@@ -247,6 +251,10 @@ class Topology:
     regions: tuple[RegionConfig, ...]
     mirror_naming: str = "identity"
     shards: int = 1
+    replication_factor: int | None = None
+    """Replicas of each topic a node creates; None: the broker's default.replication.factor."""
+    min_insync_replicas: int | None = None
+    """The created topics' min.insync.replicas; None: the broker's."""
     _by_name: dict[str, RegionConfig] = field(init=False, repr=False, compare=False)
     _by_id: dict[int, RegionConfig] = field(init=False, repr=False, compare=False)
 
@@ -258,6 +266,7 @@ class Topology:
                 f" got {self.mirror_naming!r}"
             )
         check_shard_count(self.shards)
+        _check_replication(self.replication_factor, self.min_insync_replicas)
         if not self.regions:
             raise TopologyError("no regions: add at least one [[region]] table")
         for region in self.regions:
@@ -363,7 +372,30 @@ def _from_document(doc: dict[str, Any]) -> Topology:
         raise TopologyError("'region' must be an array of tables: write [[region]], not [region]")
     regions = [_region(raw, index, shards) for index, raw in enumerate(raw_regions, start=1)]
     mirror_naming = head.get("mirror_naming", "identity")
-    return Topology(regions=tuple(regions), mirror_naming=mirror_naming, shards=shards)
+    return Topology(
+        regions=tuple(regions),
+        mirror_naming=mirror_naming,
+        shards=shards,
+        replication_factor=head.get("replication_factor"),
+        min_insync_replicas=head.get("min_insync_replicas"),
+    )
+
+
+def _check_replication(factor: object, min_insync: object) -> None:
+    """Both optional positive integers; min.insync.replicas above the replica count would make
+    every acks=all write fail, so it is refused here rather than by the first write."""
+    for key, value in (("replication_factor", factor), ("min_insync_replicas", min_insync)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 32767:
+            raise TopologyError(
+                f"[topology]: field {key!r} must be an integer 1..32767, got {value!r}"
+            )
+    if isinstance(factor, int) and isinstance(min_insync, int) and min_insync > factor:
+        raise TopologyError(
+            f"[topology]: min_insync_replicas = {min_insync} exceeds replication_factor ="
+            f" {factor}: no write could ever be acknowledged"
+        )
 
 
 def _region(raw: object, index: int, shards: int) -> RegionConfig:
@@ -463,6 +495,10 @@ def dumps(topology: Topology) -> str:
     lines = ["[topology]", f"mirror_naming = {_toml_string(topology.mirror_naming)}"]
     if topology.shards != 1:
         lines.append(f"shards = {topology.shards}")
+    if topology.replication_factor is not None:
+        lines.append(f"replication_factor = {topology.replication_factor}")
+    if topology.min_insync_replicas is not None:
+        lines.append(f"min_insync_replicas = {topology.min_insync_replicas}")
     for region in topology.regions:
         lines += [
             "",
