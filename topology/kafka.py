@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +51,38 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 log = logging.getLogger(__name__)
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
-"""The largest op record a writer sends; brokers, mirrors and readers must accept it."""
+"""The largest op record a writer sends (key, value and headers); brokers, mirrors and readers
+must accept it. A node learns the limit of its own topics (`max.message.bytes`) at start and uses
+the smaller of the two; a bigger op is refused to its client before it touches the state."""
+
+BATCH_FRAMING_BYTES = 61 + 5 + 1 + 10 + 5 + 5 + 5 + 5
+"""What Kafka's record batch (format v2) adds around one record, at most: the 61-byte batch
+header, then the record's length, attributes, timestamp delta, offset delta, key length, value
+length and header count (varints, at most this long). A broker compares the whole batch with the
+topic's `max.message.bytes`."""
+
+HEADER_FRAMING_BYTES = 10
+"""Per record header: its key length and value length (varints, at most 5 bytes each)."""
+
+TOPIC_MAX_MESSAGE_BYTES = MAX_RECORD_BYTES + 64 * 1024
+"""`max.message.bytes` of the op-log and local topics the nodes create: a batch holding the
+largest record, with room to spare for the framing (Kafka's default is 1,048,588 bytes)."""
+
+
+def batch_bytes(
+    key: bytes | None,
+    value: bytes | None,
+    headers: Iterable[tuple[str, str | bytes | None]] = (),
+) -> int:
+    """An upper bound of the size of a record batch holding only this record, uncompressed:
+    what a broker compares with `max.message.bytes` (a record that fits alone always fits,
+    since librdkafka starts a new batch rather than overfill one)."""
+    size = BATCH_FRAMING_BYTES + len(key or b"") + len(value or b"")
+    for name, data in headers:
+        size += HEADER_FRAMING_BYTES + len(name.encode())
+        size += len(data.encode() if isinstance(data, str) else data or b"")
+    return size
+
 
 FETCH_MAX_BYTES = 128 * 1024 * 1024
 """One fetch may return this much: catch-up reads large steps, and one record always fits."""
