@@ -46,8 +46,9 @@ class UntrustedRecord(RuntimeError):
     def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
         super().__init__(
             f"refusing the record at topic {topic} partition {partition} offset {offset}: "
-            f"{reason}; the materializer stopped (nothing was applied; if this record carries "
-            f"no op, restart the node with --skip-record {topic}:{partition}:{offset})"
+            f"{reason}; the materializer stopped (this record and what follows it were not "
+            f"applied; if this record carries no op, restart the node with --skip-record "
+            f"{topic}:{partition}:{offset})"
         )
         self.topic = topic
         self.partition = partition
