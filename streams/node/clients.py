@@ -58,7 +58,6 @@ class Client:
     """The connection's session, held weakly: the record goes with the connection."""
     user: bytes = DEFAULT_USER
     """The user the connection is authenticated as (or will be: see `authenticated`)."""
-    authenticated: bool = True
     name: bytes | None = None
     """CLIENT SETNAME / HELLO SETNAME; None: no name."""
     transaction: Transaction | None = None
@@ -74,6 +73,15 @@ class Client:
     blocked_ns: int = 0
     """Time the request in hand spent blocked (XREAD / XREADGROUP BLOCK), which the counting of
     its run time leaves out (`streams.node.dispatch`)."""
+
+    @property
+    def authenticated(self) -> bool:
+        """Kept on the session: its parser applies Redis's unauthenticated limits until then."""
+        return self.session.authenticated
+
+    @authenticated.setter
+    def authenticated(self, value: bool) -> None:
+        self.session.authenticated = value
 
     @property
     def session(self) -> Session:

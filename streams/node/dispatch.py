@@ -1,9 +1,10 @@
 """The request pipeline: one request of one connection, from its arguments to its reply.
 
 Redis's processCommand order: the command must exist, the connection must be authenticated, the
-arity must fit; inside MULTI the command is then queued; otherwise a command the node runs itself
-(connection, server, transaction and admin commands: "built-ins") runs, a Redis command we do not
-implement is refused clearly, and a stream command is executed by the `Backend` (and may block).
+arity must fit, the user's ACL rules must allow it (`auth.Rules`); inside MULTI the command is
+then queued; otherwise a command the node runs itself (connection, server, transaction and admin
+commands: "built-ins") runs, a Redis command we do not implement is refused clearly, and a
+stream command is executed by the `Backend` (and may block).
 
 The live node and `streams replay --serve` both answer through this pipeline; they differ only
 in their backend (the node's shards, or a replayed state that refuses writes) and in the
@@ -150,6 +151,9 @@ class Dispatcher:
         if not found.arity_ok(len(args)):
             refused = transactions.reject(client, args[0].lower(), errors.wrong_arity(found.name))
             return refused, None, found, REJECTED
+        if not self.auth.allows(client.user, found):
+            denied = CommandError(auth.NOPERM_FMT.format(name=found.name))
+            return transactions.reject(client, args[0].lower(), denied), None, found, REJECTED
         builtin = router.builtin_name(found)
         tx = client.transaction
         if self.routing is not None:

@@ -45,6 +45,11 @@ MAX_MULTIBULK: Final = 2**31 - 1
 """Redis 7.0 refuses a multibulk count above INT_MAX (6.x refused above 1024*1024)."""
 MAX_BULK: Final = 512 * 1024 * 1024
 """proto-max-bulk-len's default."""
+UNAUTH_MULTIBULK: Final = 10
+UNAUTH_BULK: Final = 16384
+"""Redis 7's limits on a request of a connection that must authenticate and has not yet
+(networking.c): more arguments, or a longer one, is a protocol error, so a client without the
+password cannot make the server read (and hold) a 512 MB value."""
 
 _PREFIX: Final = "ERR Protocol error: "
 _SPACE: Final = frozenset(b" \t\n\r\f\v")  # C isspace() in the C locale
@@ -139,10 +144,18 @@ class RequestParser:
     After a protocol error `feed` returns the requests completed before the bad bytes, sets
     `error` to the reply text (`ERR Protocol error: ...`) and ignores everything fed later: the
     connection answers those requests, then the error, then closes, as Redis does.
+
+    While `gated` (the connection must still authenticate), Redis's unauthenticated limits hold
+    (`UNAUTH_MULTIBULK`, `UNAUTH_BULK`) and requests are parsed one at a time: the bytes after a
+    complete request wait (`stalled`) until the connection has answered it and calls `resume`,
+    so `AUTH` and a large request pipelined behind it are read as Redis reads them, the second
+    one under the limits of a connection that is authenticated by then.
     """
 
     __slots__ = (
         "error",
+        "gated",
+        "_rest",
         "_max_bulk",
         "_max_multibulk",
         "_max_inline",
@@ -163,6 +176,8 @@ class RequestParser:
         max_inline: int = MAX_INLINE,
     ) -> None:
         self.error: str | None = None
+        self.gated = False
+        self._rest = b""  # while gated: the bytes after the request being answered
         self._max_bulk = max_bulk
         self._max_multibulk = max_multibulk
         self._max_inline = max_inline
@@ -183,8 +198,31 @@ class RequestParser:
         """Bytes held for a request not complete yet (for tests and memory accounting)."""
         return self._held + sum(len(a) for a in self._args)
 
+    @property
+    def max_bulk(self) -> int:
+        """proto-max-bulk-len: the longest argument accepted (CONFIG SET changes it live)."""
+        return self._max_bulk
+
+    @max_bulk.setter
+    def max_bulk(self, value: int) -> None:
+        self._max_bulk = value
+
+    @property
+    def stalled(self) -> bool:
+        """Gated and holding bytes behind a request not answered yet (see `resume`)."""
+        return bool(self._rest)
+
+    def resume(self) -> list[list[bytes]]:
+        """The connection answered the request a gated feed returned: parse what came after it
+        (under the limits `gated` says now)."""
+        rest, self._rest = self._rest, b""
+        return self.feed(rest) if rest else []
+
     def feed(self, data: bytes) -> list[list[bytes]]:
         if self.error is not None:
+            return []
+        if self._rest:  # gated, a request is being answered: its successors wait
+            self._rest += data
             return []
         if self._chunks:
             self._chunks.append(data)
@@ -208,6 +246,12 @@ class RequestParser:
                 pos = self._parse(buf, 0, out, one=True)
                 if self._left or self._need:
                     return out
+            if self.gated:
+                if not out:
+                    pos = self._parse(buf, pos, out, one=True)
+                if out and pos < len(buf) and not self._need and self._until is None:
+                    self._rest = buf[pos:]
+                return out
             pos = _canonical(buf, pos, out)
             self._parse(buf, pos, out, one=False)
         except ProtocolError as exc:
@@ -242,6 +286,8 @@ class RequestParser:
                         pos, request = inline
                         if request:
                             out.append(request)
+                            if one:
+                                return pos
                         continue
                     cr = find(b"\r", pos)
                     if cr < 0 or cr - pos > max_inline:
@@ -255,6 +301,8 @@ class RequestParser:
                     count = string2ll(buf[pos + 1 : cr])
                     if count is None or count > self._max_multibulk:
                         raise ProtocolError("invalid multibulk length")
+                    if count > UNAUTH_MULTIBULK and self.gated:
+                        raise ProtocolError("unauthenticated multibulk length")
                     pos = cr + 2
                     if count <= 0:
                         continue
@@ -281,6 +329,8 @@ class RequestParser:
                         bulk = int(line)
                         if bulk > max_bulk:
                             raise ProtocolError("invalid bulk length")
+                        if bulk > UNAUTH_BULK and self.gated:
+                            raise ProtocolError("unauthenticated bulk length")
                         pos = cr + 2
                     end = pos + bulk
                     if end + 2 > n:  # wait for the data and the two bytes after it

@@ -15,6 +15,11 @@ pauses), so a client that never reads its replies holds at most one read's worth
 one write buffer; requests queued plus replies held count together against `MAX_QUEUED`, and
 replies held (encoded at once, in the protocol of their moment) also against `MAX_HELD_BYTES`.
 
+The server's limits (`streams.resp.limits`): a connection over `maxclients` is answered Redis's
+error and closed; before AUTH the parser is `gated` (Redis's unauthenticated request limits);
+a client whose unsent replies pass the output limit is dropped, as Redis drops it; an idle one
+is closed after `timeout`.
+
 A disconnect never cancels a running command (a write half-appended to Kafka must finish and be
 committed to the state); it (or the client's end of input) resolves `Session.lost`, which ends a
 blocked XREAD at once, and the connection's task stops after the command in flight.
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -32,6 +38,7 @@ from typing import NamedTuple
 from streams.errors import CommandError
 from streams.reply import Reply
 from streams.resp.encode import encode
+from streams.resp.limits import MAX_CLIENTS_TEXT, Connections, Limits, quiet_accept_errors
 from streams.resp.parser import RequestParser
 
 log = logging.getLogger(__name__)
@@ -58,6 +65,9 @@ class Session:
     """The local `host:port` the client connected to (CLIENT LIST's laddr=)."""
     lost: asyncio.Future[None] | None = None
     """Resolved when the client disconnects: a blocked command waits on it too."""
+    authenticated: bool = True
+    """Whether the connection may run commands (the handler's AUTH sets it): until then the
+    parser applies Redis's unauthenticated limits."""
 
 
 @dataclass(slots=True)
@@ -100,11 +110,14 @@ class _Flow:
         self.write_paused = False
         self.read_paused = False
         self.stopped = False  # no more reading at all (protocol error or closing)
+        self.stalled = False  # the gated parser holds bytes behind the request in hand
         self.drained = asyncio.Event()
         self.drained.set()
 
     def update(self) -> None:
-        should_pause = self.stopped or self.queued >= MAX_QUEUED or self.write_paused
+        should_pause = (
+            self.stopped or self.stalled or self.queued >= MAX_QUEUED or self.write_paused
+        )
         if should_pause and not self.read_paused:
             self.transport.pause_reading()
             self.read_paused = True
@@ -126,10 +139,22 @@ class _Flow:
 class RespProtocol(asyncio.Protocol):
     _next_id = 0
 
-    def __init__(self, handler: Handler, traffic: Traffic | None = None) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        traffic: Traffic | None = None,
+        connections: Connections | None = None,
+    ) -> None:
         self._handler = handler
         self._traffic = traffic if traffic is not None else Traffic()
+        self._connections = connections if connections is not None else Connections(Limits())
+        self._limits = self._connections.limits
         self._parser = RequestParser()
+        self._active = time.monotonic()
+        """When the client last sent bytes or was answered (`timeout`)."""
+        self._busy = False  # a request is being run (a blocked read included)
+        self._eof = False  # the client closed while the gated parser held bytes
+        self._soft_since: float | None = None  # over the soft output limit since then
         self._requests: deque[list[bytes]] = deque()
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -150,6 +175,13 @@ class RespProtocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        if not self._connections.admit(self):
+            self._lost = True
+            transport.write(MAX_CLIENTS_TEXT)
+            transport.close()
+            return
+        self.session.authenticated = not self._limits.auth_required
+        self._parser.gated = not self.session.authenticated
         self._flow = _Flow(transport)
         self.session.addr = _host_port(transport.get_extra_info("peername"))
         self.session.laddr = _host_port(transport.get_extra_info("sockname"))
@@ -158,15 +190,27 @@ class RespProtocol(asyncio.Protocol):
         self._task = loop.create_task(self._serve())
 
     def data_received(self, data: bytes) -> None:
-        assert self._flow is not None
+        if self._flow is None:  # refused (maxclients): closing
+            return
         traffic = self._traffic
         traffic.reads += 1
         traffic.bytes_in += len(data)
-        requests = self._parser.feed(data)
+        self._active = time.monotonic()
+        self._parser.max_bulk = self._limits.max_bulk
+        self._take(self._parser.feed(data))
+
+    def _take(self, requests: list[list[bytes]]) -> None:
+        """Queue what the parser gave, and let reading follow (`_Flow`)."""
+        assert self._flow is not None
         if requests:
             self._requests.extend(requests)
-        if self._parser.error is not None:
+        parser = self._parser
+        if parser.error is not None:
             self._flow.stopped = True  # nothing after the bad bytes is read
+        self._flow.stalled = parser.stalled
+        if self._eof and not parser.stalled:
+            self._eof = False
+            self._requests.append([])
         self._flow.queued = len(self._requests)
         self._flow.update()
         self._wakeup.set()
@@ -176,8 +220,13 @@ class RespProtocol(asyncio.Protocol):
         ends now (`Session.lost`). Unlike an abort, the requests that arrived before the end are
         still answered (`printf 'PING\\r\\n' | nc -N` gets its PONG), then the transport
         closes."""
+        if self._flow is None:
+            return False
         self._resolve_lost()
-        self._requests.append([])  # the marker: close once everything before it is answered
+        if self._parser.stalled:  # the marker goes behind the requests still held
+            self._eof = True
+        else:
+            self._requests.append([])  # the marker: close once everything before it is answered
         self._wakeup.set()
         return True
 
@@ -190,6 +239,7 @@ class RespProtocol(asyncio.Protocol):
         self._flow.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._connections.gone(self)
         self._lost = True
         self.session.closing = True
         self._resolve_lost()
@@ -233,6 +283,7 @@ class RespProtocol(asyncio.Protocol):
                     self._write(CommandError(self._parser.error))
                 self._transport.close()
                 return
+            self._busy = True
             try:
                 reply = await self._handler(self.session, request)
             except asyncio.CancelledError:
@@ -240,7 +291,15 @@ class RespProtocol(asyncio.Protocol):
             except Exception:  # a bug must not kill the connection or the node
                 log.exception("command %r failed", request[:1])
                 reply = CommandError("ERR internal error, see the node's log")
+            finally:
+                self._busy = False
+                self._active = time.monotonic()
             self._send(reply)
+            parser = self._parser
+            if parser.gated and not self._lost:
+                parser.gated = not self.session.authenticated
+                if parser.stalled:
+                    self._take(parser.resume())
             if self.session.closing:
                 await self._outbox_empty.wait()
                 self._transport.close()
@@ -286,9 +345,52 @@ class RespProtocol(asyncio.Protocol):
                 self._write_bytes(ready)
         self._watched = None
         self._outbox_empty.set()
+        limit = self._limits.output
+        if limit.hard or limit.soft:
+            self.check_output(time.monotonic())
         if self._flow is not None and self._flow.read_paused:
             self._flow.queued = len(self._requests)
             self._flow.update()
+
+    # --- limits (`streams.resp.limits`) ---------------------------------------------------------
+
+    def idle_for(self, now: float) -> float | None:
+        return None if self._busy else now - self._active
+
+    def close_idle(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            log.info(
+                "closing client %s idle for over %ss", self.session.addr, self._limits.timeout_s
+            )
+            self._transport.close()
+
+    def check_output(self, now: float) -> None:
+        """Redis's checkClientOutputBufferLimits: replies waiting (held or unsent) at or over the
+        hard limit, or over the soft one for longer than its seconds, drop the client (it gets
+        no reply: it is not reading them)."""
+        limit = self._limits.output
+        transport = self._transport
+        if transport is None or (not limit.hard and not limit.soft) or transport.is_closing():
+            return
+        used = transport.get_write_buffer_size() + self._outbox_bytes
+        over = bool(limit.hard) and used >= limit.hard
+        if limit.soft and used >= limit.soft:
+            if self._soft_since is None:
+                self._soft_since = now
+            elif now - self._soft_since > limit.soft_seconds:
+                over = True
+        else:
+            self._soft_since = None
+        if over:
+            log.warning(
+                "client %s closed for overcoming of output buffer limits (%d bytes waiting)",
+                self.session.addr,
+                used,
+            )
+            self._outbox.clear()
+            self._outbox_bytes = 0
+            self._outbox_empty.set()
+            transport.abort()
 
     def _write(self, reply: Reply) -> None:
         self._write_bytes([encode(reply, self.session.proto)])
@@ -310,8 +412,15 @@ def _host_port(where: object) -> str:
 
 
 async def serve(
-    handler: Handler, host: str, port: int, traffic: Traffic | None = None
+    handler: Handler,
+    host: str,
+    port: int,
+    traffic: Traffic | None = None,
+    limits: Limits | None = None,
 ) -> asyncio.Server:
-    """Serve RESP on host:port; `traffic` (if given) counts every connection's bytes."""
+    """Serve RESP on host:port; `traffic` (if given) counts every connection's bytes; `limits`
+    (if given) are the server's limits, which the caller may change while it serves."""
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: RespProtocol(handler, traffic), host, port)
+    quiet_accept_errors(loop)
+    connections = Connections(limits if limits is not None else Limits())
+    return await loop.create_server(lambda: RespProtocol(handler, traffic, connections), host, port)
