@@ -8,6 +8,7 @@ producer of its own (`streams.node.writer`), reads partition s of every op log o
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 from streams.node import snapshots
@@ -15,13 +16,20 @@ from streams.node.materializer import Materializer, RecordAt
 from streams.node.oplog import ReaderSpec, Snapshot
 from streams.node.trust import RecordGate
 from streams.node.writer import RegionWriter
+from topology.kafka import TOPIC_MAX_MESSAGE_BYTES
 from topology.topics import (
+    Replication,
+    TopicError,
+    describe_topic_configs,
     ensure_topics,
     local_topic,
     oplog_topic,
+    record_limit,
     snapshot_topic,
     writers_topic,
 )
+
+log = logging.getLogger(__name__)
 
 
 class KafkaSnapshots:
@@ -52,10 +60,15 @@ class KafkaLog:
         shards: int = 1,
         skip_records: frozenset[RecordAt] = frozenset(),
         regions: Mapping[int, str] | None = None,
+        replication: Replication | None = None,
     ) -> None:
         """`regions`: every region of the topology, id -> name: records of any other origin,
-        or in another region's op log, are refused (`streams.node.trust`)."""
+        or in another region's op log, are refused (`streams.node.trust`). `replication`: of
+        the topics this node creates (the topology's; default the broker's)."""
         self.bootstrap = bootstrap
+        self.replication = replication or Replication()
+        self.record_limit = TOPIC_MAX_MESSAGE_BYTES
+        """The largest record batch both own logs take: learned in `prepare`."""
         self.region_name = region_name
         self.region_id = region_id
         self.shards = shards
@@ -72,7 +85,25 @@ class KafkaLog:
             self.bootstrap,
             [self.oplog_topic, self.local_topic, self.snapshot_topic, self.writers_topic],
             partitions=self.shards,
+            replication=self.replication,
         )
+        # Topics this code creates take the largest op record; an older topic, or one made by
+        # hand, may take less (Kafka's default: 1 MiB): then that is the limit of every write.
+        try:
+            configs = describe_topic_configs(self.bootstrap, [self.oplog_topic, self.local_topic])
+        except TopicError as exc:
+            log.warning("%s; taking records up to %d bytes", exc, TOPIC_MAX_MESSAGE_BYTES)
+            configs = {}
+        self.record_limit = record_limit(configs, TOPIC_MAX_MESSAGE_BYTES)
+        if self.record_limit < TOPIC_MAX_MESSAGE_BYTES:
+            log.warning(
+                "%s / %s take record batches up to %d bytes (max.message.bytes): larger writes"
+                " are refused to their clients; set it to %d for values up to 64 MiB",
+                self.oplog_topic,
+                self.local_topic,
+                self.record_limit,
+                TOPIC_MAX_MESSAGE_BYTES,
+            )
 
     def writer(self, shard: int) -> RegionWriter:
         return RegionWriter(

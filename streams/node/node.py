@@ -56,6 +56,7 @@ from streams.reply import Reply
 from streams.resp.server import Held, Session, serve
 from streams.snapshot import read_shard
 from topology.config import NodeConfig, Topology, format_shard_set
+from topology.topics import Replication
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +140,7 @@ class RegionNode:
             total,
             options.skip_records,
             regions={r.id: r.name for r in topology.regions},
+            replication=Replication(topology.replication_factor, topology.min_insync_replicas),
         )
         self.presence: Presence | None = None
         """Announcements and takeover watch (`streams.node.presence`); on Kafka only."""

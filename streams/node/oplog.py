@@ -96,6 +96,10 @@ class OpLog(Protocol):
 
     oplog_topic: str
     local_topic: str
+    record_limit: int
+    """The largest record batch its logs take (bytes, `topology.kafka.batch_bytes`): an op
+    whose record is bigger is refused to its own client before it is applied. Known once
+    `prepare` ran (learned from the topics where the broker tells)."""
 
     def prepare(self) -> None:
         """Make sure the logs exist with the shape the database needs (blocking)."""

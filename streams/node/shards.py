@@ -36,6 +36,7 @@ from streams.node.writepath import Outcome
 from streams.ops.codec import EncodeError
 from streams.reply import Reply
 from streams.resp.server import Held
+from topology.kafka import batch_bytes
 
 
 class ShardSet:
@@ -143,12 +144,30 @@ class ShardSet:
                 if refused is not None:
                     return refused
             try:
-                prepared.append((shard, shard.prepare(bodies, now_ms)))
+                issued = shard.prepare(bodies, now_ms)
             except EncodeError as exc:
                 return CommandError(f"ERR the write cannot be logged, nothing was applied: {exc}")
+            too_big = _oversized(issued, shard.setup.log.record_limit)
+            if too_big is not None:
+                return too_big
+            prepared.append((shard, issued))
         for shard, issued in prepared:
             shard.issue(issued)
         return None
+
+
+def _oversized(issued: Issued, limit: int) -> CommandError | None:
+    """The refusal of a command one of whose records the log would not take: checked here, per
+    command, so the writer never meets a record its broker refuses (which failed the whole batch
+    of every client and sent the node into a reload)."""
+    for sealed in (*issued.records, *issued.local_records):
+        size = batch_bytes(sealed.key, sealed.value, sealed.headers)
+        if size > limit:
+            return CommandError(
+                f"ERR the write is too large for the op log, nothing was applied: its record"
+                f" takes {size} bytes, the log takes at most {limit} (max.message.bytes)"
+            )
+    return None
 
 
 def _all_of(outcomes: list[Outcome]) -> Outcome:
