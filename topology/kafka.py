@@ -64,7 +64,10 @@ topic's `max.message.bytes`."""
 HEADER_FRAMING_BYTES = 10
 """Per record header: its key length and value length (varints, at most 5 bytes each)."""
 
-TOPIC_MAX_MESSAGE_BYTES = MAX_RECORD_BYTES + 64 * 1024
+FRAMING_ALLOWANCE = 64 * 1024
+"""What limits add to `MAX_RECORD_BYTES` for the framing around a record (more than enough)."""
+
+TOPIC_MAX_MESSAGE_BYTES = MAX_RECORD_BYTES + FRAMING_ALLOWANCE
 """`max.message.bytes` of the op-log and local topics the nodes create: a batch holding the
 largest record, with room to spare for the framing (Kafka's default is 1,048,588 bytes)."""
 

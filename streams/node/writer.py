@@ -76,8 +76,10 @@ class RegionWriter:
             "acks": "all",
             "enable.idempotence": True,
             "linger.ms": 0,
-            # Redis takes values up to 512 MB; Kafka's default record limit is 1 MB.
-            "message.max.bytes": MAX_RECORD_BYTES,
+            # Redis takes values up to 512 MB; Kafka's default record limit is 1 MB. The node
+            # refuses bigger ops itself (topology.kafka.batch_bytes against the topics' limit);
+            # this takes every record that check lets through, with the batch framing.
+            "message.max.bytes": MAX_RECORD_BYTES + kafka.FRAMING_ALLOWANCE,
             "transaction.timeout.ms": 60000,
             "message.timeout.ms": int(timeout_s * 1000),
             "log_level": 3,
