@@ -41,14 +41,24 @@ class KafkaSnapshots:
         self.region_id = region_id
         self.partition = partition
         self.where = topic if shards == 1 else f"{topic} partition {partition}"
+        self.retention = snapshots.Retention()
+        """Where the stored snapshots start: the newest `snapshots.KEEP` are kept."""
 
     def load_newest(self) -> Snapshot | None:
         return snapshots.load_newest(
-            self.bootstrap, self.topic, self.region_id, partition=self.partition
+            self.bootstrap,
+            self.topic,
+            self.region_id,
+            partition=self.partition,
+            retention=self.retention,
         )
 
     def publish(self, snapshot_id: str, data: bytes) -> None:
-        snapshots.publish(self.bootstrap, self.topic, snapshot_id, data, partition=self.partition)
+        first = snapshots.publish(
+            self.bootstrap, self.topic, snapshot_id, data, partition=self.partition
+        )
+        self.retention.note(first)
+        self.retention.trim(self.bootstrap, self.topic, self.partition)
 
 
 class KafkaLog:

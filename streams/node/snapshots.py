@@ -10,7 +10,16 @@ fork, never for the serialization.
 
 Storing one: the file is cut into records of at most `CHUNK_BYTES` under one snapshot id (the
 record key), each carrying the chunk's index, the chunk count and the whole file's SHA-256 in
-headers. A snapshot is complete when every chunk is there and the digest matches.
+headers. A snapshot is complete when every chunk is there and the digest matches. Chunks are half
+a MiB, so every record fits a stock broker's `max.message.bytes` (1,048,588) and MirrorMaker's or
+any tool's default producer and fetch sizes, with room for key, headers and batch framing.
+
+Keeping them bounded (`Retention`): after storing a snapshot, the records before the oldest of
+the newest `KEEP` complete snapshots are deleted (DeleteRecords), so CRDT.SNAPSHOT called again
+and again does not grow the topic without end. The topic itself keeps everything
+(`retention.ms=-1`, `topology.topics`): time- or size-based retention could delete the newest
+snapshot, and compaction by key would keep one chunk per snapshot. A broker without DeleteRecords
+(the embedded Tansu) keeps every snapshot; that is logged once.
 
 Finding one (`load_newest`): read the topic, keep the newest two complete snapshots, try the newest:
 an unreadable one (`SnapshotError`, a digest mismatch, another region's) is reported and the
@@ -27,7 +36,8 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Message, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from streams.crdt.region import Region
 from streams.snapshot import Positions, SnapshotError, read_snapshot, write_snapshot
@@ -35,7 +45,10 @@ from topology.kafka import EndNotReached, ReadToEnd, consumer_config
 
 log = logging.getLogger(__name__)
 
-CHUNK_BYTES = 1024 * 1024
+CHUNK_BYTES = 512 * 1024
+"""Value bytes per chunk record: well under a stock broker's 1 MiB record limit."""
+KEEP = 2
+"""Complete snapshots kept per partition (the reader tries the newest, then the one before)."""
 H_ID, H_CHUNK, H_CHUNKS, H_SHA = (
     "snapshot.id",
     "snapshot.chunk",
@@ -76,12 +89,20 @@ def publish(
     data: bytes,
     timeout: float = 60.0,
     partition: int = 0,
-) -> None:
+) -> int:
     """Append one snapshot file to the snapshot topic as chunks (a shard's snapshots go to its
-    own partition); raises on a failed delivery."""
+    own partition); returns the offset of its first chunk; raises on a failed delivery."""
     digest = hashlib.sha256(data).hexdigest().encode()
     chunks = [data[i : i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
     errors: list[str] = []
+    first: list[int] = []
+
+    def delivered(err: KafkaError | None, msg: Message[Any, Any]) -> None:
+        if err is not None:
+            errors.append(str(err))
+        elif not first:  # delivered in order: the first report is chunk 0's
+            first.append(msg.offset() or 0)
+
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
@@ -103,12 +124,68 @@ def publish(
                 (H_CHUNKS, str(len(chunks)).encode()),
                 (H_SHA, digest),
             ],
-            on_delivery=lambda err, _msg: errors.append(str(err)) if err is not None else None,
+            on_delivery=delivered,
         )
         producer.poll(0)
     left = producer.flush(timeout)
-    if left or errors:
+    if left or errors or not first:
         raise RuntimeError(f"snapshot {snapshot_id} not stored in {topic}: {errors or left}")
+    return first[0]
+
+
+class Retention:
+    """Where each complete snapshot of one partition starts, oldest first, and the deletion of
+    everything before the oldest of the newest `keep` (pure bookkeeping in `note`/`cut`; the
+    DeleteRecords call in `trim`)."""
+
+    def __init__(self, keep: int = KEEP) -> None:
+        if keep < 1:
+            raise ValueError(f"keep at least one snapshot, not {keep}")
+        self.keep = keep
+        self.starts: list[int] = []
+        self.unsupported = False
+        """The broker refused DeleteRecords once: not asked again."""
+
+    def note(self, first_offset: int) -> None:
+        """A complete snapshot starts at `first_offset` (read at boot, or just stored)."""
+        if first_offset not in self.starts:
+            self.starts.append(first_offset)
+            self.starts.sort()
+
+    def cut(self) -> int | None:
+        """The offset before which records may go: the first chunk of the oldest snapshot kept;
+        None while no more than `keep` snapshots are known."""
+        if len(self.starts) <= self.keep:
+            return None
+        return self.starts[-self.keep]
+
+    def trim(self, bootstrap: str, topic: str, partition: int, timeout: float = 15.0) -> int | None:
+        """Delete the records before `cut()`; returns the new start of the partition, or None when
+        nothing was deleted (nothing to, or the broker cannot)."""
+        cut = self.cut()
+        if cut is None or self.unsupported:
+            return None
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+        where = topic if partition == 0 else f"{topic} partition {partition}"
+        try:
+            futures = admin.delete_records(
+                [TopicPartition(topic, partition, cut)], request_timeout=timeout
+            )
+            for future in futures.values():
+                future.result(timeout=timeout)
+        except (KafkaException, TimeoutError) as exc:
+            self.unsupported = True
+            log.warning(
+                "%s: older snapshots not deleted (DeleteRecords before offset %d: %s); the"
+                " broker keeps every snapshot stored",
+                where,
+                cut,
+                exc,
+            )
+            return None
+        self.starts = [s for s in self.starts if s >= cut]
+        log.info("%s: snapshots before offset %d deleted, %d kept", where, cut, len(self.starts))
+        return cut
 
 
 class _NoTopic(Exception):
@@ -120,6 +197,7 @@ class _Assembly:
     snapshot_id: str
     chunks: int
     sha: bytes
+    first_offset: int
     parts: dict[int, bytes] = field(default_factory=dict)
 
     def complete(self) -> bool:
@@ -135,10 +213,15 @@ def _headers(msg: object) -> dict[str, bytes]:
 
 
 def read_complete(
-    bootstrap: str, topic: str, keep: int = 2, timeout: float = 120.0, partition: int = 0
+    bootstrap: str,
+    topic: str,
+    keep: int = KEEP,
+    timeout: float = 120.0,
+    partition: int = 0,
+    retention: Retention | None = None,
 ) -> list[tuple[str, bytes]]:
     """The newest `keep` complete snapshots in a partition of the topic, newest first, as
-    (id, file bytes)."""
+    (id, file bytes); `retention` is told where every complete one starts."""
     # Few, large records: the broker finds them fast, and an empty topic answers after one wait.
     consumer = Consumer(consumer_config(bootstrap, f"streams-snapshot-reader-{topic}", 20))
     partial: dict[str, _Assembly] = {}
@@ -166,10 +249,14 @@ def read_complete(
             except (KeyError, ValueError):
                 log.warning("%s offset %s: not a snapshot chunk; ignored", topic, msg.offset())
                 continue
-            asm = partial.setdefault(sid, _Assembly(sid, count, h.get(H_SHA, b"")))
+            asm = partial.get(sid)
+            if asm is None:
+                asm = partial[sid] = _Assembly(sid, count, h.get(H_SHA, b""), msg.offset() or 0)
             asm.parts[index] = msg.value() or b""
             if asm.complete():
                 del partial[sid]
+                if retention is not None:
+                    retention.note(asm.first_offset)
                 done.append(asm)
                 done = done[-keep:]
             if len(partial) > keep:  # incomplete leftovers of older attempts
@@ -192,11 +279,17 @@ def _sha_ok(asm: _Assembly) -> bool:
 
 
 def load_newest(
-    bootstrap: str, topic: str, region_id: int, partition: int = 0
+    bootstrap: str,
+    topic: str,
+    region_id: int,
+    partition: int = 0,
+    retention: Retention | None = None,
 ) -> tuple[str, Region, Positions] | None:
     """The newest snapshot in a partition of the topic that reads back whole, falling back to
     older ones."""
-    for snapshot_id, data in read_complete(bootstrap, topic, partition=partition):
+    for snapshot_id, data in read_complete(
+        bootstrap, topic, partition=partition, retention=retention
+    ):
         try:
             region, positions, _meta = read_snapshot(io.BytesIO(data))
         except SnapshotError as exc:
