@@ -52,7 +52,9 @@ from streams.node.snapshotter import (
 from streams.node.stats import Stats
 from streams.node.tasks import Tasks
 from streams.node.waiters import Waiters
+from streams.node.writepath import DEFAULT_WRITE_TIMEOUT_S
 from streams.reply import Reply
+from streams.resp.limits import Limits
 from streams.resp.server import Held, Session, serve
 from streams.snapshot import read_shard
 from topology.config import NodeConfig, Topology, format_shard_set
@@ -98,6 +100,8 @@ class NodeOptions:
     to skip (each skip is logged)."""
     takeover: bool = False
     """Start even when a live node writes these shards (`--takeover`): it is fenced."""
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT_S
+    """`--write-timeout`: a write is committed or refused within it (`streams.node.writepath`)."""
 
     def node_config(self) -> NodeConfig:
         """This node's address and shards, with --bind / --port applied."""
@@ -165,6 +169,8 @@ class RegionNode:
             policy=SnapshotPolicy(options.snapshot_every_ops, options.snapshot_every_s),
             snapshot_files=_snapshot_files(options.snapshots, node.shards),
             shards=total,
+            write_timeout=options.write_timeout,
+            superseded=self._superseded,
         )
         self.shards = ShardSet(
             [Shard(i, setup) for i in node.shards],
@@ -181,8 +187,11 @@ class RegionNode:
         )
         self.clients = Clients()
         self.stats = Stats()
+        self.limits = Limits(auth_required=options.auth.required)
+        """The RESP server's client limits; CONFIG SET writes them (`settings.Settings`)."""
         self.settings = settings.Settings(
-            settings.default_settings(self.port, self.bind, cluster=self.layout is not None)
+            settings.default_settings(self.port, self.bind, cluster=self.layout is not None),
+            self.limits,
         )
         self.stats.configure(self.settings.values)
         self.report = Report(
@@ -232,7 +241,9 @@ class RegionNode:
         await asyncio.gather(*(s.start(catch_up_timeout) for s in self.shards.shards))
         self._tasks.spawn(self._housekeeping())
         if serve_resp:
-            self._server = await serve(self.handle, self.bind, self.port, self.stats.traffic)
+            self._server = await serve(
+                self.handle, self.bind, self.port, self.stats.traffic, self.limits
+            )
         log.info("%s serving RESP on %s:%s", self.name, self.bind, self.port)
 
     async def stop(self) -> None:
@@ -267,6 +278,14 @@ class RegionNode:
             loop.call_soon_threadsafe(self._taken_over, shard, by)
 
         presence.watch(taken_over)
+
+    def _superseded(self, index: int) -> str | None:
+        """Whether another node announced itself as shard `index`'s writer since this one
+        started (blocking; asked before a writer is renewed)."""
+        if self.presence is None:
+            return None
+        name = self.name if self.options.topology.shards == 1 else f"{self.name} shard {index}"
+        return self.presence.superseded(index, name)
 
     def _taken_over(self, index: int, by: dict[str, Any]) -> None:
         for shard in self.shards.shards:

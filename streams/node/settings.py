@@ -1,10 +1,12 @@
 """CONFIG GET / SET / RESETSTAT / REWRITE: the node's parameters, with Redis's names and checks.
 
 Replies follow redis-server 7.0.15 byte for byte where the same reply makes sense
-(tests/unit/test_connection_commands.py). Deliberate differences: `databases` is 1 (only
-SELECT 0 works); CONFIG GET requirepass is always empty; CONFIG SET accepts the `HARMLESS`
-parameters (stored, without effect) and any parameter set to its current value, and refuses to
-change the others.
+(tests/unit/test_connection_commands.py, tests/security/). The client limits (`maxclients`,
+`timeout`, `proto-max-bulk-len`, `client-output-buffer-limit`) are written through to the RESP
+server's `streams.resp.limits.Limits`, so a change applies at once to every connection.
+Deliberate differences: `databases` is 1 (only SELECT 0 works); CONFIG GET requirepass is always
+empty; CONFIG SET accepts the `HARMLESS` parameters (stored, without effect) and any parameter
+set to its current value, and refuses to change the others.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from streams.commands.glob import Pattern
 from streams.crdt.entries import set_node_limits
 from streams.errors import CommandError
 from streams.reply import OK, Map, Reply, Status
+from streams.resp.limits import Limits, OutputLimit, fit_maxclients
 
 CONFIG_HELP = [
     "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -50,7 +53,7 @@ _ENUMS = {
     "latency-tracking": ("yes", "no"),
 }
 _INTS = {
-    "timeout": (0, _INT_MAX),
+    "timeout": (0, 2**31 - 1),
     "tcp-keepalive": (0, 2**31 - 1),
     "hz": (0, 2**31 - 1),
     "slowlog-log-slower-than": (-1, _INT_MAX),
@@ -80,16 +83,19 @@ MONITORING = frozenset(
     }
 )
 """Parameters the node's counting reads (`streams.node.stats.Stats.configure`)."""
-HARMLESS = (frozenset(_ENUMS) | frozenset(_INTS) | {"save"}) - MONITORING
+LIMITS = frozenset({"maxclients", "timeout", "proto-max-bulk-len", "client-output-buffer-limit"})
+"""Parameters the RESP server enforces (`streams.resp.limits.Limits`)."""
+HARMLESS = (frozenset(_ENUMS) | frozenset(_INTS) | {"save"}) - MONITORING - LIMITS
 """Parameters CONFIG SET accepts and remembers (CONFIG GET shows the new value) although they
-change nothing here: persistence is the Kafka op log, nothing is evicted, and idle clients are
-not timed out."""
+change nothing here: persistence is the Kafka op log and nothing is evicted."""
+_CLIENT_CLASSES = {"normal": "normal", "slave": "slave", "replica": "slave", "pubsub": "pubsub"}
+_BUFFER_LIMIT = "buffer limit configuration."
 
 
 def default_settings(port: int, bind: str, cluster: bool = False) -> dict[str, str]:
     """What CONFIG GET shows (`cluster`: the node speaks the Redis Cluster protocol).
-    `requirepass` is always empty: every authenticated user may run CONFIG here (there are no
-    ACL rules), so the password is never shown (Redis shows it)."""
+    `requirepass` is always empty: a user whose ACL rules allow CONFIG may not be meant to learn
+    the default user's password, so it is never shown (Redis shows it)."""
     return {
         "bind": bind,
         "port": str(port),
@@ -132,10 +138,29 @@ def default_settings(port: int, bind: str, cluster: bool = False) -> dict[str, s
 
 
 class Settings:
-    """The node's CONFIG parameters (values as strings, Redis's spelling)."""
+    """The node's CONFIG parameters (values as strings, Redis's spelling); `limits`, if given,
+    receives the client limits whenever they are set."""
 
-    def __init__(self, values: dict[str, str]) -> None:
+    def __init__(self, values: dict[str, str], limits: Limits | None = None) -> None:
         self.values = dict(values)
+        self.limits = limits
+        if limits is not None:
+            self.values["maxclients"] = str(fit_maxclients(int(self.values["maxclients"])))
+            self._apply_limits()
+
+    def _apply_limits(self) -> None:
+        """Write the client limits through to the RESP server."""
+        if self.limits is None:
+            return
+        values = self.values
+        self.limits.maxclients = int(values["maxclients"])
+        self.limits.timeout_s = int(values["timeout"])
+        self.limits.max_bulk = int(values["proto-max-bulk-len"])
+        words = values["client-output-buffer-limit"].split()
+        for i in range(0, len(words), 4):
+            if words[i] == "normal":
+                hard, soft, seconds = (int(w) for w in words[i + 1 : i + 4])
+                self.limits.output = OutputLimit(hard, soft, seconds)
 
     def get(self, patterns: list[bytes]) -> Reply:
         """The parameters matching any pattern (case-insensitive), in the table's order, each
@@ -173,6 +198,8 @@ class Settings:
                 raise _set_failed(name, "duplicate parameter")
             changes[name] = self._validate(name, raw_value.decode("utf-8", "replace"))
         self.values.update(changes)
+        if any(name in LIMITS for name in changes):
+            self._apply_limits()
         if any(name in _STREAM_NODE for name in changes):
             set_node_limits(
                 max_bytes=int(self.values["stream-node-max-bytes"]),
@@ -202,6 +229,12 @@ class Settings:
             return str(number)
         if name in _STREAM_NODE:
             return _stream_node_value(name, value, memory=_STREAM_NODE[name])
+        if name == "proto-max-bulk-len":
+            return _stream_node_value(name, value, memory=True, low=1024 * 1024)
+        if name == "maxclients":
+            return _maxclients(value)
+        if name == "client-output-buffer-limit":
+            return _output_limits(value, self.values[name])
         if name == "latency-tracking-info-percentiles":
             return _percentiles(value)
         if name == "save":
@@ -214,16 +247,67 @@ class Settings:
         raise _set_failed(name, "not changeable in this database")
 
 
-def _stream_node_value(name: str, value: str, *, memory: bool) -> str:
-    """Redis's checks for stream-node-max-bytes (a memory value: 4kb, 1mb...) and
-    stream-node-max-entries (an integer), both 0..LONG_MAX."""
+def _memory(value: str) -> int | None:
+    """Redis's memtoull: digits and an optional unit (4kb, 1mb, 2g ...), else None."""
+    text = value.lower()
+    digits = text.rstrip("kmgb")
+    unit = text[len(digits) :]
+    if digits.isdigit() and digits.isascii() and unit in _MEMORY_UNITS:
+        return int(digits) * _MEMORY_UNITS[unit]
+    return None
+
+
+def _maxclients(value: str) -> str:
+    """Redis's checks: 1..UINT_MAX, and no more than the file-descriptor limit allows (raised
+    if it can be, as Redis raises it)."""
+    name = "maxclients"
+    try:
+        number = parse_int(value.encode())
+    except CommandError:
+        raise _set_failed(name, "argument couldn't be parsed into an integer") from None
+    if not 1 <= number <= 2**32 - 1:
+        raise _set_failed(name, "argument must be between 1 and 4294967295 inclusive")
+    fits = fit_maxclients(number)
+    if fits < number:
+        raise _set_failed(
+            name,
+            "The operating system is not able to handle the specified number of clients, "
+            f"try with {fits}",
+        )
+    return str(number)
+
+
+def _output_limits(value: str, current: str) -> str:
+    """Redis's client-output-buffer-limit: `<class> <hard> <soft> <soft_seconds>` groups, every
+    group checked before any is applied; the result lists all three classes, in bytes. Only
+    the `normal` class applies here (no replica, no Pub/Sub client): a blocked reader is
+    normal, as in Redis."""
+    name = "client-output-buffer-limit"
+    words = value.split()
+    if len(words) % 4:
+        raise _set_failed(name, "Wrong number of arguments in " + _BUFFER_LIMIT)
+    classes = current.split()
+    table = {classes[i]: classes[i + 1 : i + 4] for i in range(0, len(classes), 4)}
+    for i in range(0, len(words), 4):
+        kind = _CLIENT_CLASSES.get(words[i].lower())
+        if kind is None:
+            raise _set_failed(name, "Invalid client class specified in " + _BUFFER_LIMIT)
+        hard, soft = _memory(words[i + 1]), _memory(words[i + 2])
+        seconds = words[i + 3]
+        if hard is None or soft is None or not seconds.lstrip("+").isdigit():
+            raise _set_failed(
+                name, "Error in hard, soft or soft_seconds setting in " + _BUFFER_LIMIT
+            )
+        table[kind] = [str(hard), str(soft), str(int(seconds))]
+    return " ".join(" ".join([kind, *table[kind]]) for kind in ("normal", "slave", "pubsub"))
+
+
+def _stream_node_value(name: str, value: str, *, memory: bool, low: int = 0) -> str:
+    """Redis's checks for a memory value (4kb, 1mb...: stream-node-max-bytes,
+    proto-max-bulk-len) or an integer (stream-node-max-entries), `low`..LONG_MAX."""
     number: int | None = None
     if memory:
-        text = value.lower()
-        digits = text.rstrip("kmgb")
-        unit = text[len(digits) :]
-        if digits.isdigit() and digits.isascii() and unit in _MEMORY_UNITS:
-            number = int(digits) * _MEMORY_UNITS[unit]
+        number = _memory(value)
         if number is None:
             raise _set_failed(name, "argument must be a memory value")
     else:
@@ -231,8 +315,8 @@ def _stream_node_value(name: str, value: str, *, memory: bool) -> str:
             number = parse_int(value.encode())
         except CommandError:
             raise _set_failed(name, "argument couldn't be parsed into an integer") from None
-    if not 0 <= number <= _INT_MAX:
-        raise _set_failed(name, f"argument must be between 0 and {_INT_MAX} inclusive")
+    if not low <= number <= _INT_MAX:
+        raise _set_failed(name, f"argument must be between {low} and {_INT_MAX} inclusive")
     return str(number)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import time
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -139,3 +140,30 @@ def quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
 
     handler.quiet_accept = True  # type: ignore[attr-defined]
     loop.set_exception_handler(handler)
+
+
+RESERVED_FDS = 32
+"""File descriptors kept for everything but clients (Redis's CONFIG_MIN_RESERVED_FDS): here the
+Kafka connections, snapshot files and the listening socket."""
+
+
+def fit_maxclients(wanted: int) -> int:
+    """How many clients the process can hold, at most `wanted`: the soft file-descriptor limit is
+    raised (up to the hard one) to fit `wanted` plus `RESERVED_FDS`, as Redis's
+    adjustOpenFilesLimit does, so connections are refused with Redis's error before accept()
+    runs out of descriptors."""
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):  # not POSIX: take the setting as it is
+        return wanted
+    need = wanted + RESERVED_FDS
+    if soft != resource.RLIM_INFINITY and soft < need:
+        target = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (OSError, ValueError):
+            pass
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    return max(1, min(wanted, soft - RESERVED_FDS))
