@@ -239,16 +239,45 @@ class Materializer:
                 )
                 return None
             raise CorruptRecord(topic, partition, offset, str(exc)) from exc
+        named = (topic, partition, offset) in self.skip_records
         if self.gate is not None:
             try:
-                self.gate.check(topic, partition, offset, msg.value() or b"", record)
+                self.gate.check(
+                    topic, partition, offset, msg.value() or b"", record, remember=not named
+                )
             except UntrustedRecord as exc:
-                if (topic, partition, offset) not in self.skip_records:
+                if not named:
                     raise
                 self.records_skipped += 1
                 log.warning("%s: skipping as --skip-record asked: %s", self.name, exc)
                 return None
-        if (topic, partition, offset) in self.skip_records:
+            if named and isinstance(record, ops.Op):
+                self.gate.withhold(topic, partition, offset, record)
+                log.warning(
+                    "%s: --skip-record names topic %s partition %d offset %d, which decodes: "
+                    "withheld until another record carrying its dot %d:%d arrives",
+                    self.name,
+                    topic,
+                    partition,
+                    offset,
+                    record.origin,
+                    record.seq,
+                )
+                return None
+            rival = self.gate.resolves(record)
+            if rival is not None:
+                self.records_skipped += 1
+                log.warning(
+                    "%s: skipped the record at topic %s partition %d offset %d as "
+                    "--skip-record asked: the record at topic %s partition %d offset %d carries "
+                    "its dot and is applied instead",
+                    self.name,
+                    *rival,
+                    topic,
+                    partition,
+                    offset,
+                )
+        elif named:
             log.warning(
                 "%s: --skip-record names topic %s partition %d offset %d, but that record "
                 "decodes: applied, not skipped",
@@ -258,6 +287,17 @@ class Materializer:
                 offset,
             )
         return Decoded(topic, partition, offset, record)
+
+    def _refuse_unresolved_skips(self) -> None:
+        """A record named by --skip-record that decodes, passes the checks and met no rival
+        under its dot is a real op: skipping it would make the region diverge for good."""
+        unresolved = self.gate.unresolved() if self.gate is not None else []
+        if unresolved:
+            named = ", ".join(f"{t}:{p}:{o}" for t, p, o in unresolved)
+            raise RuntimeError(
+                f"--skip-record names {named}, which decodes to an op that no other record "
+                "contradicts: refusing to skip a real op (remove the option)"
+            )
 
     def _run(self) -> None:
         next_refresh = 0.0
@@ -286,6 +326,7 @@ class Materializer:
                 if self.caught_up.is_set():
                     continue
                 if self._local_read and self._reader.tracker.caught_up():
+                    self._refuse_unresolved_skips()
                     self._reader.leave_catch_up()
                     self.caught_up.set()
                     self._drop_own_topics()

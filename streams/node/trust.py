@@ -20,9 +20,14 @@ record that decodes is not yet an op of the database:
 
 Every refusal stops the materializer like an undecodable record does (nothing is applied
 silently, nothing skipped silently), and `--skip-record TOPIC:PARTITION:OFFSET` lets an
-operator skip the one record named. Records are not authenticated here: a producer with broker
-access that copies a real record's bytes elsewhere is caught by the dot check, but one that
-writes a well-formed op under a fresh dot is not; Kafka ACLs (only a region's principal writes
+operator skip the one record named. Of two records under one dot, the first passed the checks
+when it was read; naming it withholds it until the other arrives, which is then applied in its
+place, and a named record that meets no such rival by the end of catching up stops the node
+(skipping a real op would make the region diverge for good).
+
+Records are not authenticated here: a producer with broker access that writes a well-formed op
+under a dot its region's writer uses next is caught by the dot check once the real op arrives,
+but one that writes under a dot far ahead is not; Kafka ACLs (only a region's principal writes
 its topics) are what keeps such producers out (docs/reliability.md).
 """
 
@@ -85,12 +90,21 @@ class RecordGate:
         self._dots: dict[int, _Dots] = {}
         self._topics: list[str] = []
         self._topic_index: dict[str, int] = {}
+        self._withheld: dict[tuple[int, int], tuple[str, int, int]] = {}
 
     def check(
-        self, topic: str, partition: int, offset: int, value: bytes, record: ops.Op | ops.LocalOp
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        value: bytes,
+        record: ops.Op | ops.LocalOp,
+        *,
+        remember: bool = True,
     ) -> None:
         """Raise UntrustedRecord if `record` (read at `topic`/`partition`/`offset` with the bytes
-        `value`) must not be applied."""
+        `value`) must not be applied; `remember=False` checks without taking its dot (a
+        record withheld on the operator's word)."""
         if isinstance(record, ops.LocalOp):
             return  # read from the region's own .local topic only; the fold checks its region
         origin = record.origin
@@ -111,7 +125,24 @@ class RecordGate:
                 f"it is an op of region {name} (dot {origin}:{record.seq}) in the op log of "
                 f"region {topic_region(topic)}",
             )
-        self._check_dot(topic, partition, offset, origin, record.seq, digest(value))
+        if remember:
+            self._check_dot(topic, partition, offset, origin, record.seq, digest(value))
+
+    def withhold(self, topic: str, partition: int, offset: int, record: ops.Op) -> None:
+        """An operator named this record, which passes the checks, with `--skip-record`: it is
+        withheld only if another record under its dot follows (the conflict the operator
+        resolved this way); `unresolved` says which named records met none."""
+        self._withheld[(record.origin, record.seq)] = (topic, partition, offset)
+
+    def resolves(self, record: ops.Op | ops.LocalOp) -> tuple[str, int, int] | None:
+        """Where the withheld record under this record's dot was, if any (then this record is
+        the one applied instead)."""
+        if isinstance(record, ops.LocalOp):
+            return None
+        return self._withheld.pop((record.origin, record.seq), None)
+
+    def unresolved(self) -> list[tuple[str, int, int]]:
+        return sorted(self._withheld.values())
 
     def _check_dot(
         self, topic: str, partition: int, offset: int, origin: int, seq: int, value_digest: int
