@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -167,7 +168,12 @@ def _status(args: argparse.Namespace) -> int:
         print(f"streams status: {exc} (is `streams up` running?)", file=sys.stderr)
         return exits.UNRESOLVED
     code = exits.OK
-    answers = [(cfg, node, _crdt_info(node)) for cfg in topology.regions for node in cfg.nodes]
+    password = args.password or os.environ.get("REDISCLI_AUTH") or None
+    answers = [
+        (cfg, node, _crdt_info(node, args.user, password))
+        for cfg in topology.regions
+        for node in cfg.nodes
+    ]
     failed = [(cfg, node, a) for cfg, node, a in answers if isinstance(a, redis.RedisError)]
     if failed:
         code = exits.UNREACHABLE
@@ -207,9 +213,12 @@ def _node_name(cfg: RegionConfig, node: NodeConfig) -> str:
     return cfg.name if len(cfg.nodes) == 1 else f"{cfg.name} node {node.index}"
 
 
-def _crdt_info(node: NodeConfig) -> Any:
-    """The node's CRDT.INFO reply, or the error that kept it from answering."""
-    client = redis.Redis(host=node.bind, port=node.resp_port, socket_timeout=2)
+def _crdt_info(node: NodeConfig, user: str | None = None, password: str | None = None) -> Any:
+    """The node's CRDT.INFO reply, or the error that kept it from answering (a wrong password
+    or a user without CRDT.INFO among its ACL rules is named as such)."""
+    client = redis.Redis(
+        host=node.bind, port=node.resp_port, socket_timeout=2, username=user, password=password
+    )
     try:
         return client.execute_command("CRDT.INFO")  # type: ignore[no-untyped-call]
     except redis.RedisError as exc:
@@ -378,6 +387,14 @@ def _main(argv: list[str] | None) -> int:
         epilog=exits.epilog(exits.DIFFERS, exits.UNRESOLVED, exits.UNREACHABLE),
     )
     status.add_argument("--topology", help="topology file (default: the one `streams up` wrote)")
+    status.add_argument(
+        "--user", help="authenticate as this user (AUTH user password; default: `default`)"
+    )
+    status.add_argument(
+        "--password",
+        help="authenticate with this password (the nodes' --requirepass, or --user's); "
+        "default: the REDISCLI_AUTH environment variable, as redis-cli reads it",
+    )
     status.add_argument(
         "--state-dir",
         type=Path,
