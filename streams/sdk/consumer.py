@@ -15,9 +15,20 @@ One loop step (`run_once`), in this order:
    the `Retry(after_ms)` the handler raised) first;
 4. otherwise new entries: `XREADGROUP ... BLOCK block_ms ... >`.
 
-An entry is acked after its handler returns. While a handler runs longer than a third of
-`claim_idle_ms`, a lease task renews the claim (`XCLAIM ... 0 <id> JUSTID` while this consumer
-still owns it), so a slow handler is not reclaimed and run twice (taskiq-redis#101).
+Acks: an entry is acked only after its handler returned, and a batch's acks go out as one
+`XACK stream group id...`, pipelined with the next `XREADGROUP` (one round trip, and both land in
+the node's same group commit). One XACK per entry cost a node write each (the node answers after
+the Kafka commit): ~360 entries/s. The acks of a batch are consecutive IDs, so the consecutive-
+XACK effect (seed 000) replicates as before. Acks not yet sent are flushed before any other
+command about the group (lag report, sweep, own pending), when `stop()` was asked, and on
+`close()`; after a failover they are dropped (they were for the old region's PEL, whose entries
+the new region re-delivers and the dedupe memory acks without calling the handler).
+
+Handlers run one after the other (a batch of plain handlers in one worker-thread call), or up to
+`concurrency` at once within a batch (`streams.sdk.handling`). While a batch's handlers run longer
+than a third of `claim_idle_ms`, a lease task renews the claims of its entries (`XCLAIM ... 0
+<ids> JUSTID` for those this consumer still owns), so a slow handler is not reclaimed and run
+twice (taskiq-redis#101).
 
 Regions: consumer groups exist in every region but each region's PEL is its own (seed 000), and
 only consecutive acks replicate. When the serving endpoint fails, the consumer moves to the next
@@ -36,11 +47,9 @@ another node: see `streams.sdk.deadletter`.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import redis.exceptions
@@ -48,18 +57,27 @@ import redis.exceptions
 from streams.sdk.deadletter import DeadLetters, parse_fields
 from streams.sdk.endpoints import Endpoint, Endpoints, EndpointSet
 from streams.sdk.errors import DeadLetter, Retry, SdkError, is_transient
+from streams.sdk.handling import BatchRunner, Handler, Outcome
 from streams.sdk.lru import BoundedSet
 from streams.sdk.metrics import Metrics
 from streams.sdk.producer import IDK_FIELD
 
 log = logging.getLogger("streams.sdk.consumer")
 
-Handler = Callable[[str, dict[bytes, bytes]], Awaitable[None] | None]
-"""`handler(entry_id, fields)`: return to ack; raise to fail (see streams.sdk.errors)."""
+__all__ = ["GroupConsumer", "Handler"]
+
+Entry = tuple[str, dict[bytes, bytes], int]
+"""An entry about to be handled: ID, fields, and which delivery this is (1 = the first)."""
 
 
 def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _key(entry_id: str) -> tuple[int, int]:
+    """An entry ID as a number pair, for ordering (`10-0` after `9-0`)."""
+    ms, _, seq = entry_id.partition("-")
+    return int(ms), int(seq or 0)
 
 
 class GroupConsumer:
@@ -85,6 +103,7 @@ class GroupConsumer:
         dedupe_size: int = 100_000,
         timeout_s: float = 5.0,
         down_s: float = 1.0,
+        concurrency: int = 1,
     ) -> None:
         for name, value in (("stream", stream), ("group", group), ("consumer", consumer)):
             if not isinstance(value, str) or not value:
@@ -93,6 +112,8 @@ class GroupConsumer:
             raise SdkError("handler must be callable as handler(entry_id, fields)")
         if count < 1:
             raise SdkError("count must be >= 1")
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise SdkError("concurrency must be an integer >= 1 (1: handlers one after the other)")
         if block_ms < 1:
             raise SdkError("block_ms must be >= 1 (0 would block forever and never see stop())")
         if claim_idle_ms < 1:
@@ -119,7 +140,8 @@ class GroupConsumer:
         self.metrics = metrics or Metrics()
         self.metrics_interval_s = metrics_interval_s
         self.lease_s = claim_idle_ms / 3000
-        self._is_async = inspect.iscoroutinefunction(handler)
+        self.concurrency = concurrency
+        self._runner = BatchRunner(handler, concurrency)
         self._ep = self.endpoints.endpoints[0]
         self._ready: set[str] = set()  # endpoint URLs where the group is known to exist
         self._cursor = "0-0"
@@ -135,6 +157,10 @@ class GroupConsumer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._handled = 0
         self._lock = threading.Lock()
+        # Entries handled, acks not sent yet: (ID, handler seconds, or None for a duplicate),
+        # and the endpoint whose PEL holds them.
+        self._acks: list[tuple[str, float | None]] = []
+        self._acks_ep: Endpoint | None = None
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -188,6 +214,8 @@ class GroupConsumer:
         try:
             await self._ensure_group(ep)
             await self._step(ep)
+            if self._stop_requested:
+                await self._flush_acks(ep)  # graceful stop: ack what was handled
         except Exception as exc:
             if not is_transient(exc):
                 raise
@@ -195,6 +223,12 @@ class GroupConsumer:
         return self._handled
 
     async def close(self) -> None:
+        """Send the acks still buffered (best effort: unsent ones are re-delivered), then close
+        the connections."""
+        try:
+            await self._flush_acks(self._ep)
+        except Exception as exc:
+            log.warning("%s: %d acks not sent at close (%s)", self.consumer, len(self._acks), exc)
         await self.endpoints.close()
 
     async def __aenter__(self) -> GroupConsumer:
@@ -207,6 +241,11 @@ class GroupConsumer:
 
     async def _step(self, ep: Endpoint) -> None:
         now = time.monotonic()
+        if self._acks and (
+            self._stop_requested
+            or now >= min(self._next_metrics, self._next_sweep, self._pending_due)
+        ):
+            await self._flush_acks(ep)  # what follows reads the PEL: let it see the acks
         if now >= self._next_metrics:
             await self._report(ep)
         if now >= self._next_sweep:
@@ -241,6 +280,7 @@ class GroupConsumer:
         log.warning("consumer %s moves from %s to %s (%s)", self.consumer, ep.url, nxt.url, exc)
         self.metrics.failover(ep.url, nxt.url)
         self._ep = nxt
+        self._acks.clear()  # for the old region's PEL; the new one re-delivers, dedupe acks
         # The new region has its own PEL and its own sweep position.
         self._cursor = "0-0"
         self._next_sweep = 0.0
@@ -318,13 +358,13 @@ class GroupConsumer:
                 again[entry_id] = deliveries
         if again:
             entries = await self._claim(ep, *again)
+            batch: list[Entry] = []
             for raw_id, flat in entries:
                 entry_id = _text(raw_id)
-                if self._stop_requested:
-                    break
                 attempt = again[entry_id] + 1
                 self.metrics.redelivered(entry_id, attempt)
-                await self._handle(ep, entry_id, parse_fields(flat), attempt)
+                batch.append((entry_id, parse_fields(flat), attempt))
+            await self._handle_batch(ep, batch)  # not started on stop(): stay in our PEL
             for entry_id in again:
                 if entry_id not in {_text(e[0]) for e in entries}:
                     self._not_before.pop(entry_id, None)  # deleted: XCLAIM dropped it
@@ -343,22 +383,31 @@ class GroupConsumer:
         wake = min(self._pending_due, self._next_sweep, self._next_metrics)
         block = max(1, min(self.block_ms, int((wake - now) * 1000)))
         stop = self._bind_loop()
-        read = asyncio.ensure_future(
-            ep.cmd(
-                self.stream,
-                "XREADGROUP",
-                "GROUP",
-                self.group,
-                self.consumer,
-                "COUNT",
-                self.count,
-                "BLOCK",
-                block,
-                "STREAMS",
-                self.stream,
-                ">",
-            )
+        acks = self._take_acks(ep)
+        xreadgroup = (
+            "XREADGROUP",
+            "GROUP",
+            self.group,
+            self.consumer,
+            "COUNT",
+            self.count,
+            "BLOCK",
+            block,
+            "STREAMS",
+            self.stream,
+            ">",
         )
+
+        async def ack_and_read(client: Any) -> Any:
+            # Endpoint.call repeats this after a MOVED: both commands then did not run.
+            if not acks:
+                return await client.execute_command(*xreadgroup)
+            pipe = client.pipeline(transaction=False)
+            pipe.execute_command("XACK", self.stream, self.group, *(i for i, _ in acks))
+            pipe.execute_command(*xreadgroup)
+            return (await pipe.execute())[1]
+
+        read = asyncio.ensure_future(ep.call(self.stream, ack_and_read))
         stopper = asyncio.ensure_future(stop.wait())
         try:
             done, _ = await asyncio.wait({read, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -370,23 +419,27 @@ class GroupConsumer:
                 await read
             except (asyncio.CancelledError, Exception):
                 pass
+            self._acks[:0] = acks  # sent or not: XACK again is harmless (run_once flushes)
             return
-        reply = read.result()
+        try:
+            reply = read.result()
+        except BaseException:
+            if acks and ep is self._acks_ep:
+                self._acks[:0] = acks  # not known to be sent; a failover drops them anyway
+            raise
+        self._acked(acks)
         if not reply:
             return
         entries = [(_text(raw_id), flat) for raw_id, flat in reply[0][1]]
-        again = {entry_id for entry_id, _ in entries if entry_id in self._seen}
-        for entry_id, _ in entries:
-            self._seen.add(entry_id)  # the whole batch: it may come again after a failover
-        for n, (entry_id, flat) in enumerate(entries):
-            if self._stop_requested:
-                await self._hand_back(ep, [e[0] for e in entries[n:]])
-                return
+        batch: list[Entry] = []
+        for entry_id, flat in entries:
             attempt = 1
-            if entry_id in again:
+            if entry_id in self._seen:  # read before a failover: it came again
                 attempt = 2
                 self.metrics.redelivered(entry_id, attempt)
-            await self._handle(ep, entry_id, parse_fields(flat), attempt)
+            self._seen.add(entry_id)
+            batch.append((entry_id, parse_fields(flat), attempt))
+        await self._hand_back(ep, await self._handle_batch(ep, batch))
 
     async def _claim(self, ep: Endpoint, *ids_and_options: str | int) -> Any:
         """`XCLAIM stream group <this consumer> 0 IDS... [OPTIONS]`: take entries whatever
@@ -401,54 +454,60 @@ class GroupConsumer:
             await self._claim(ep, *ids, "IDLE", self.claim_idle_ms, "JUSTID")
             log.info("%s handed back %d unhandled entries", self.consumer, len(ids))
 
-    # --- one entry ---------------------------------------------------------------------------
+    # --- a batch of entries --------------------------------------------------------------------
 
-    async def _handle(
-        self, ep: Endpoint, entry_id: str, fields: dict[bytes, bytes], attempt: int
-    ) -> None:
-        self._seen.add(entry_id)
-        idk = fields.get(IDK_FIELD)
-        if b"id:" + entry_id.encode() in self._done or (idk and b"idk:" + idk in self._done):
-            await self._ack(ep, entry_id)
-            self.metrics.duplicate_skipped(entry_id)
-            self._handled += 1
-            return
-        started = time.perf_counter()
-        lease = asyncio.ensure_future(self._renew(ep, entry_id))
+    async def _handle_batch(self, ep: Endpoint, batch: list[Entry]) -> list[str]:
+        """Handle a batch; entries whose handler returned join the ack buffer (sent by the next
+        step, `_flush_acks` or pipelined with the next read). Returns the IDs not started
+        because `stop()` was asked."""
+        todo: list[Entry] = []
+        for entry_id, fields, attempt in batch:
+            self._seen.add(entry_id)
+            idk = fields.get(IDK_FIELD)
+            if b"id:" + entry_id.encode() in self._done or (idk and b"idk:" + idk in self._done):
+                self._buffer_ack(ep, entry_id, None)  # handled before a failover: ack only
+                self.metrics.duplicate_skipped(entry_id)
+                self._handled += 1
+            else:
+                todo.append((entry_id, fields, attempt))
+        if not todo:
+            return []
+        lease = asyncio.ensure_future(self._renew(ep, [e[0] for e in todo]))
         try:
-            await self._call_handler(entry_id, fields)
-        except Retry as exc:
+            outcomes = await self._runner.run(
+                [(entry_id, fields) for entry_id, fields, _ in todo], lambda: self._stop_requested
+            )
+        finally:
+            lease.cancel()
+        by_id = {e[0]: e for e in todo}
+        for outcome in outcomes:
+            _, fields, attempt = by_id[outcome.entry_id]
+            self._handled += 1
+            await self._settle(ep, outcome, fields, attempt)
+        started = {o.entry_id for o in outcomes}
+        return [e[0] for e in todo if e[0] not in started]
+
+    async def _settle(
+        self, ep: Endpoint, outcome: Outcome, fields: dict[bytes, bytes], attempt: int
+    ) -> None:
+        """Act on one handler's outcome: buffer the ack, schedule a retry, or dead-letter."""
+        entry_id, exc = outcome.entry_id, outcome.error
+        if exc is None:
+            self._done.add(b"id:" + entry_id.encode())
+            idk = fields.get(IDK_FIELD)
+            if idk:
+                self._done.add(b"idk:" + idk)
+            self._buffer_ack(ep, entry_id, outcome.seconds)
+            self._not_before.pop(entry_id, None)
+            self._errors.pop(entry_id, None)
+        elif isinstance(exc, Retry):
             self._failed(entry_id, exc, exc.after_ms)
-            self._handled += 1
-            return
-        except DeadLetter as exc:
+        elif isinstance(exc, DeadLetter):
             await self._dead_letter(ep, entry_id, fields, attempt, f"DeadLetter: {exc}")
-            self._handled += 1
-            return
-        except Exception as exc:
+        else:
             self._failed(entry_id, exc, self.retry_ms)
             if self.max_deliveries is not None and attempt >= self.max_deliveries:
                 await self._dead_letter(ep, entry_id, fields, attempt, self._errors[entry_id])
-            self._handled += 1
-            return
-        finally:
-            lease.cancel()
-        self._done.add(b"id:" + entry_id.encode())
-        if idk:
-            self._done.add(b"idk:" + idk)
-        self._handled += 1
-        await self._ack(ep, entry_id)
-        self._not_before.pop(entry_id, None)
-        self._errors.pop(entry_id, None)
-        self.metrics.processed(entry_id, time.perf_counter() - started)
-
-    async def _call_handler(self, entry_id: str, fields: dict[bytes, bytes]) -> None:
-        if self._is_async:
-            result = self.handler(entry_id, fields)
-        else:
-            result = await asyncio.to_thread(self.handler, entry_id, fields)
-        if inspect.isawaitable(result):
-            await result
 
     def _failed(self, entry_id: str, exc: BaseException, delay_ms: int) -> None:
         self._errors[entry_id] = f"{type(exc).__name__}: {exc}"
@@ -458,27 +517,72 @@ class GroupConsumer:
         log.debug("handler failed on %s: %r", entry_id, exc)
         self.metrics.failed(entry_id, exc)
 
-    async def _ack(self, ep: Endpoint, entry_id: str) -> None:
-        await ep.cmd(self.stream, "XACK", self.stream, self.group, entry_id)
+    # --- acks --------------------------------------------------------------------------------
 
-    async def _renew(self, ep: Endpoint, entry_id: str) -> None:
-        """Keep the claim fresh while the handler runs (cancelled when it returns)."""
-        while True:
+    def _buffer_ack(self, ep: Endpoint, entry_id: str, seconds: float | None) -> None:
+        if self._acks_ep is not ep:
+            self._acks.clear()  # another region's: its PEL is not this one's
+            self._acks_ep = ep
+        self._acks.append((entry_id, seconds))
+
+    def _take_acks(self, ep: Endpoint) -> list[tuple[str, float | None]]:
+        """The buffered acks for `ep`'s PEL, removed from the buffer."""
+        acks = self._acks if self._acks_ep is ep else []
+        self._acks = []
+        return acks
+
+    def _acked(self, acks: list[tuple[str, float | None]]) -> None:
+        for entry_id, seconds in acks:
+            if seconds is not None:
+                self.metrics.processed(entry_id, seconds)
+
+    async def _flush_acks(self, ep: Endpoint) -> None:
+        """Send the buffered acks now, as one XACK."""
+        acks = self._take_acks(ep)
+        if not acks:
+            return
+        try:
+            await ep.cmd(self.stream, "XACK", self.stream, self.group, *(i for i, _ in acks))
+        except BaseException:
+            self._acks[:0] = acks  # a failover drops them; a retry sends them again
+            raise
+        self._acked(acks)
+
+    async def _renew(self, ep: Endpoint, ids: list[str]) -> None:
+        """Keep the claims of a batch's entries fresh while its handlers run (cancelled when
+        they have returned): every `lease_s`, XCLAIM again those this consumer still owns."""
+        first, last = ids[0], ids[-1]
+        if _key(last) < _key(first):
+            first, last = last, first
+        held = set(ids)
+        while held:
             await asyncio.sleep(self.lease_s)
             try:
                 rows = await ep.cmd(
-                    self.stream, "XPENDING", self.stream, self.group, entry_id, entry_id, 1
+                    self.stream,
+                    "XPENDING",
+                    self.stream,
+                    self.group,
+                    first,
+                    last,
+                    len(ids) + len(self._not_before) + 1,
+                    self.consumer,
                 )
-                if not rows or rows[0][1] != self.consumer.encode():
+                mine = {_text(r[0]) for r in rows} & held
+                if mine != held:
+                    lost = sorted(held - mine, key=_key)
                     log.warning(
-                        "%s lost %s to another consumer while handling it", self.consumer, entry_id
+                        "%s lost %s to another consumer while handling them",
+                        self.consumer,
+                        ", ".join(lost[:5]),
                     )
-                    return
-                await self._claim(ep, entry_id, "JUSTID")
+                held = mine
+                if held:
+                    await self._claim(ep, *sorted(held, key=_key), "JUSTID")
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the loop notices a dead endpoint itself
-                log.warning("lease renewal of %s failed: %s", entry_id, exc)
+                log.warning("lease renewal of %d entries failed: %s", len(held), exc)
 
     async def _dead_letter(
         self,
