@@ -24,6 +24,9 @@ silently never converge or keys that no node serves.
     id_mode = "strict"             # strict | semi-strict | liberal (default strict)
     alias = "A"                    # cluster alias (MirrorMaker 2 source alias), default: name
     bind = "127.0.0.1"             # RESP bind address, default 127.0.0.1 (and each node's)
+    signing_key = "<64 hex digits>" # optional: HMAC-SHA256 key; its writer signs each op record
+                                   # and every reader refuses this region's records unsigned or
+                                   # wrongly signed (streams/node/trust.py)
 
     [[region.node]]                # node 0 (`python -m streams.node ... --node 0`)
     resp_port = 6380               # required; distinct bind:port per node of the region
@@ -83,7 +86,7 @@ __all__ = [
 ID_MODES = ("strict", "semi-strict", "liberal")
 MIRROR_NAMINGS = ("identity", "default")
 REQUIRED_REGION_KEYS = ("name", "id", "bootstrap", "resp_port")
-OPTIONAL_REGION_KEYS = ("id_mode", "alias", "bind", "node")
+OPTIONAL_REGION_KEYS = ("id_mode", "alias", "bind", "node", "signing_key")
 REQUIRED_NODE_KEYS = ("resp_port",)
 OPTIONAL_NODE_KEYS = ("bind", "shards", "announce")
 TOPOLOGY_KEYS = ("mirror_naming", "shards", "replication_factor", "min_insync_replicas")
@@ -91,6 +94,13 @@ DEFAULT_BIND = "127.0.0.1"
 # Names become topic-name parts (`r1.oplog`, `A.r1.oplog`): no dot, or a mirrored topic name
 # would be ambiguous; only characters Kafka accepts in topic names.
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _signing_key_ok(text: str) -> bool:
+    try:
+        return len(bytes.fromhex(text)) >= 16
+    except ValueError:
+        return False
 
 
 def _where(region: RegionConfig | None, name: object = None) -> str:
@@ -124,6 +134,8 @@ class RegionConfig:
     # () means one node owning every shard on bind:resp_port (filled in by __post_init__; a
     # Topology gives it the topology's shards: on its own a region cannot know their number).
     nodes: tuple[NodeConfig, ...] = ()
+    signing_key: str = ""
+    """Hex of the key that signs this region's op records ("": not signed)."""
 
     def __post_init__(self) -> None:
         where = _where(None, self.name)
@@ -154,6 +166,13 @@ class RegionConfig:
             )
         if not self.alias:
             object.__setattr__(self, "alias", self.name)
+        if not isinstance(self.signing_key, str) or (
+            self.signing_key and not _signing_key_ok(self.signing_key)
+        ):
+            raise TopologyError(
+                f"{where}: field 'signing_key' must be at least 32 hex digits (16 bytes;"
+                " `python3 -c 'import secrets; print(secrets.token_hex(32))'` makes one)"
+            )
         check_bind(where, self.bind)
         object.__setattr__(self, "nodes", self._checked_nodes(where))
 
@@ -510,6 +529,7 @@ def dumps(topology: Topology) -> str:
             f"id_mode = {_toml_string(region.id_mode)}",
             f"alias = {_toml_string(region.alias)}",
             f"bind = {_toml_string(region.bind)}",
+            *([f"signing_key = {_toml_string(region.signing_key)}"] if region.signing_key else []),
         ]
         if region._default_nodes(topology.shards):
             continue

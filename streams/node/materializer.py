@@ -243,7 +243,13 @@ class Materializer:
         if self.gate is not None:
             try:
                 self.gate.check(
-                    topic, partition, offset, msg.value() or b"", record, remember=not named
+                    topic,
+                    partition,
+                    offset,
+                    msg.value() or b"",
+                    record,
+                    remember=not named,
+                    headers=msg.headers(),
                 )
             except UntrustedRecord as exc:
                 if not named:

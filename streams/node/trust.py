@@ -25,17 +25,22 @@ when it was read; naming it withholds it until the other arrives, which is then 
 place, and a named record that meets no such rival by the end of catching up stops the node
 (skipping a real op would make the region diverge for good).
 
-Records are not authenticated here: a producer with broker access that writes a well-formed op
+Records are authenticated when the topology gives a region a `signing_key`: its writer adds
+an HMAC-SHA256 of each record's value in the `streams.sig` header (`sign`), and every reader
+refuses that region's records without it or with a wrong one, so a producer with broker access
+but no key cannot forge the region's ops. The value holds the dot and the origin, so a signed
+record copied elsewhere is a duplicate or refused by the checks above. Without keys, a forged op
 under a dot its region's writer uses next is caught by the dot check once the real op arrives,
-but one that writes under a dot far ahead is not; Kafka ACLs (only a region's principal writes
-its topics) are what keeps such producers out (docs/reliability.md).
+but one under a dot far ahead is not; Kafka ACLs (only a region's principal writes its topics)
+are what keeps such producers out (docs/reliability.md).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 from array import array
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from streams.crdt import ops
 from topology.topics import OPLOG_SUFFIX, is_oplog_topic
@@ -65,6 +70,30 @@ def topic_region(topic: str) -> str:
     return topic[: -len(OPLOG_SUFFIX)].rsplit(".", 1)[-1]
 
 
+SIGNATURE_HEADER = "streams.sig"
+
+Headers = Sequence[tuple[str, str | bytes | None]]
+ReadHeaders = Headers | Mapping[str, str | bytes | None]
+"""What confluent-kafka hands a reader (a list of pairs; a dict in some versions)."""
+
+
+def signature(key: bytes, value: bytes) -> bytes:
+    return hmac.new(key, value, hashlib.sha256).digest()
+
+
+def signed(headers: Headers, key: bytes, value: bytes) -> list[tuple[str, str | bytes | None]]:
+    """`headers` with the record's signature added (the writer of a region with a key)."""
+    return [*headers, (SIGNATURE_HEADER, signature(key, value))]
+
+
+def _signature_of(headers: ReadHeaders | None) -> bytes | None:
+    pairs = headers.items() if isinstance(headers, Mapping) else headers or ()
+    for name, value in pairs:
+        if name == SIGNATURE_HEADER:
+            return value if isinstance(value, bytes) else None
+    return None
+
+
 def digest(value: bytes) -> int:
     return int.from_bytes(hashlib.blake2b(value, digest_size=8).digest(), "little")
 
@@ -84,8 +113,16 @@ class _Dots:
 class RecordGate:
     """One per materializer (one shard's reader); not thread-safe (the reader thread owns it)."""
 
-    def __init__(self, regions: Mapping[int, str], own_region: int) -> None:
+    def __init__(
+        self,
+        regions: Mapping[int, str],
+        own_region: int,
+        keys: Mapping[int, bytes] | None = None,
+    ) -> None:
+        """`keys`: per region id, the key its records must be signed with (regions without
+        one are not checked for signatures)."""
         self.regions = dict(regions)
+        self.keys = dict(keys or {})
         self.own_region = own_region
         self._dots: dict[int, _Dots] = {}
         self._topics: list[str] = []
@@ -101,13 +138,29 @@ class RecordGate:
         record: ops.Op | ops.LocalOp,
         *,
         remember: bool = True,
+        headers: ReadHeaders | None = None,
     ) -> None:
         """Raise UntrustedRecord if `record` (read at `topic`/`partition`/`offset` with the bytes
         `value`) must not be applied; `remember=False` checks without taking its dot (a
         record withheld on the operator's word)."""
         if isinstance(record, ops.LocalOp):
-            return  # read from the region's own .local topic only; the fold checks its region
-        origin = record.origin
+            origin = record.region  # the region's own .local topic; the fold checks the region
+        else:
+            origin = record.origin
+        key = self.keys.get(origin)
+        if key is not None:
+            found = _signature_of(headers)
+            if found is None or not hmac.compare_digest(found, signature(key, value)):
+                raise UntrustedRecord(
+                    topic,
+                    partition,
+                    offset,
+                    f"region {self.regions.get(origin, origin)} signs its records and this one "
+                    + ("is not signed" if found is None else "carries a wrong signature")
+                    + f" ({SIGNATURE_HEADER} header): it was not written by the region's writer",
+                )
+        if isinstance(record, ops.LocalOp):
+            return
         name = self.regions.get(origin)
         if name is None:
             known = ", ".join(f"{n} (id {i})" for i, n in sorted(self.regions.items()))

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from streams.crdt import ops
-from streams.node.trust import WINDOW, RecordGate, UntrustedRecord, topic_region
+from streams.node.trust import WINDOW, RecordGate, UntrustedRecord, signed, topic_region
 from streams.ops.codec import encode
+from topology.config import RegionConfig, Topology, TopologyError, dumps, loads
 
 REGIONS = {1: "r1", 2: "r2"}
 
@@ -65,3 +66,35 @@ def test_local_ops_are_not_the_gates_business() -> None:
     gate = RecordGate(REGIONS, 2)
     local = ops.LocalOp(2, 1, 1_000, ops.Ack(b"k", b"g", ((1_000, 1),)))
     gate.check("r2.local", 0, 0, b"", local)
+
+
+KEY = bytes.fromhex("11" * 32)
+
+
+def test_a_region_with_a_key_has_its_records_refused_unsigned_or_wrongly_signed() -> None:
+    gate = RecordGate(REGIONS, 2, keys={1: KEY})
+    op = xadd(1, 1)
+    value = encode(op)
+    gate.check("r1.oplog", 0, 0, value, op, headers=signed([("origin", b"1")], KEY, value))
+    with pytest.raises(UntrustedRecord, match="is not signed"):
+        gate.check("r1.oplog", 0, 1, encode(xadd(1, 2)), xadd(1, 2), headers=[])
+    forged = xadd(1, 3)
+    wrong = signed([], bytes.fromhex("22" * 32), encode(forged))
+    with pytest.raises(UntrustedRecord, match="wrong signature"):
+        gate.check("r1.oplog", 0, 2, encode(forged), forged, headers=wrong)
+    other = xadd(2, 1)  # r2 has no key: its records are not checked for one
+    gate.check("r2.oplog", 0, 0, encode(other), other, headers=None)
+
+
+def test_a_signing_key_in_the_topology_file_is_read_back_and_checked() -> None:
+    text = dumps(
+        Topology(
+            regions=(
+                RegionConfig("r1", 1, "127.0.0.1:9092", 6380, signing_key="ab" * 32),
+                RegionConfig("r2", 2, "127.0.0.1:9093", 6381),
+            )
+        )
+    )
+    assert loads(text).regions[0].signing_key == "ab" * 32
+    with pytest.raises(TopologyError, match="signing_key"):
+        loads(text.replace("ab" * 32, "not-hex"))
