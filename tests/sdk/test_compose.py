@@ -9,6 +9,7 @@ region's first node."""
 from __future__ import annotations
 
 import json
+import os
 import platform
 import re
 import subprocess
@@ -39,8 +40,13 @@ def _compose_binary() -> Path:
 
 def _model() -> dict[str, Any]:
     binary = _compose_binary()
+    env = {**os.environ, "STREAMS_PASSWORD": "test-password"}  # the file requires one
     check = subprocess.run(
-        [binary, "-f", COMPOSE_FILE, "config", "-q"], capture_output=True, text=True, timeout=60
+        [binary, "-f", COMPOSE_FILE, "config", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
     assert check.returncode == 0, check.stderr
     out = subprocess.run(
@@ -49,6 +55,7 @@ def _model() -> dict[str, Any]:
         text=True,
         timeout=60,
         check=True,
+        env=env,
     )
     model: dict[str, Any] = json.loads(out.stdout)
     return model

@@ -5,6 +5,11 @@ MirrorMaker 2 (`connect-mirror-maker.sh`). Generating its properties from the to
 the two paths agreeing on what moves where: each cluster sends exactly the op logs of the regions
 it hosts (`<region>.oplog`, never `.local`, never a topic that is itself a mirrored copy) to every
 other cluster, under the identity or the default naming policy.
+
+The Java clients' defaults are made for records of 1 MiB: a producer refuses a larger record
+(`max.request.size`, and `buffer.memory` must hold it), so a task that meets one stops for good.
+`SIZES` gives every client MirrorMaker runs the room the largest op record needs, the number the
+region nodes create their topics with (`topology.kafka.TOPIC_MAX_MESSAGE_BYTES`).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from topology.config import Topology
+from topology.kafka import TOPIC_MAX_MESSAGE_BYTES
 from topology.topics import NAMINGS, oplog_topic
 
 HERE = Path(__file__).resolve().parent
@@ -20,6 +26,17 @@ POLICIES = {
     "identity": "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
     "default": "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
 }
+
+
+SIZES = {
+    "producer.max.request.size": TOPIC_MAX_MESSAGE_BYTES,
+    "producer.buffer.memory": 2 * TOPIC_MAX_MESSAGE_BYTES,
+    "consumer.max.partition.fetch.bytes": TOPIC_MAX_MESSAGE_BYTES,
+    "consumer.fetch.max.bytes": TOPIC_MAX_MESSAGE_BYTES,
+}
+"""Per cluster alias (`A.producer.max.request.size = ...`): the producer that writes the copies
+takes the largest op record and holds two; the consumer that reads the source fetches one
+whole (Kafka returns a record larger than the fetch limits anyway, but sized so nothing waits)."""
 
 
 def properties_path(naming: str) -> Path:
@@ -83,7 +100,20 @@ def render(topology: Topology, naming: str | None = None) -> str:
             lines.append(f"{source}->{target}.topics = {topics}")
     lines += [
         "",
+        "# Record sizes: an op record may be 64 MiB (a Redis value of 10 MB and more); the Java",
+        "# clients' defaults stop at 1 MiB, and a task that meets a larger record stops for good.",
+        "# The producer writing the copies takes the topics' max.message.bytes and buffers two;",
+        "# the consumer reading the source fetches one whole.",
+    ]
+    for alias in aliases:
+        lines += [f"{alias}.{key} = {value}" for key, value in SIZES.items()]
+    lines += [
+        "",
         "# Skip what region nodes do not use: they read with assign(), not consumer groups.",
+        "# MirrorMaker 2 still creates its own topics (heartbeats, <alias>.checkpoints.internal,",
+        "# mm2-offset-syncs.<alias>.internal, mm2-offsets/status/configs.<alias>.internal) and",
+        "# copies every heartbeats topic whatever the topics filter; region nodes read only",
+        "# topics ending in .oplog, so these are ignored.",
         "emit.checkpoints.enabled = false",
         "sync.group.offsets.enabled = false",
         "emit.heartbeats.enabled = false",
@@ -97,7 +127,10 @@ def render(topology: Topology, naming: str | None = None) -> str:
         f"# Shards: partition s of every op log is shard s ({_shards(topology)}). A remote topic",
         "# is created with its source's partition count, each record goes to the partition",
         "# number it had at the source, and a partition added at the source is added to the",
-        "# copies at the next refresh; topic configs (retention, ...) follow the source's.",
+        "# copies at the next refresh; topic configs follow the source's: a copy is created with",
+        "# them and kept in step, so it keeps everything (retention.ms = -1) and takes the",
+        "# largest record (max.message.bytes) as the op log it copies. (min.insync.replicas is",
+        "# never copied by MirrorMaker 2: the target broker's default applies to the copies.)",
         "sync.topic.configs.enabled = true",
         "",
         "# Read committed data only (region nodes write in transactions); write idempotently.",
@@ -107,17 +140,24 @@ def render(topology: Topology, naming: str | None = None) -> str:
     for alias in aliases:
         lines.append(f"{alias}.producer.enable.idempotence = true")
         lines.append(f"{alias}.producer.acks = all")
+    factor = topology.replication_factor or 1
+    why = (
+        "[topology] replication_factor"
+        if topology.replication_factor
+        else "1: [topology] replication_factor is not set (one broker per cluster)"
+    )
     lines += [
         "",
         "# One task per flow copies every partition of its op logs, each in order; tasks.max up",
-        "# to the shard count copies the partitions in parallel. One broker per cluster.",
+        "# to the shard count copies the partitions in parallel.",
         "tasks.max = 1",
-        "replication.factor = 1",
-        "checkpoints.topic.replication.factor = 1",
-        "heartbeats.topic.replication.factor = 1",
-        "offset-syncs.topic.replication.factor = 1",
-        "offset.storage.replication.factor = 1",
-        "status.storage.replication.factor = 1",
-        "config.storage.replication.factor = 1",
+        f"# Replicas of the copies and of MirrorMaker's own topics: {why}.",
+        f"replication.factor = {factor}",
+        f"checkpoints.topic.replication.factor = {factor}",
+        f"heartbeats.topic.replication.factor = {factor}",
+        f"offset-syncs.topic.replication.factor = {factor}",
+        f"offset.storage.replication.factor = {factor}",
+        f"status.storage.replication.factor = {factor}",
+        f"config.storage.replication.factor = {factor}",
     ]
     return "\n".join(lines) + "\n"
