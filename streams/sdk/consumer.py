@@ -15,20 +15,14 @@ One loop step (`run_once`), in this order:
    the `Retry(after_ms)` the handler raised) first;
 4. otherwise new entries: `XREADGROUP ... BLOCK block_ms ... >`.
 
-Acks: an entry is acked only after its handler returned, and a batch's acks go out as one
-`XACK stream group id...`, pipelined with the next `XREADGROUP` (one round trip, and both land in
-the node's same group commit). One XACK per entry cost a node write each (the node answers after
-the Kafka commit): ~360 entries/s. The acks of a batch are consecutive IDs, so the consecutive-
-XACK effect (seed 000) replicates as before. Acks not yet sent are flushed before any other
-command about the group (lag report, sweep, own pending), when `stop()` was asked, and on
-`close()`; after a failover they are dropped (they were for the old region's PEL, whose entries
-the new region re-delivers and the dedupe memory acks without calling the handler).
-
-Handlers run one after the other (a batch of plain handlers in one worker-thread call), or up to
-`concurrency` at once within a batch (`streams.sdk.handling`). While a batch's handlers run longer
-than a third of `claim_idle_ms`, a lease task renews the claims of its entries (`XCLAIM ... 0
-<ids> JUSTID` for those this consumer still owns), so a slow handler is not reclaimed and run
-twice (taskiq-redis#101).
+Acks: an entry is acked only after its handler returned; a batch's acks go out as one `XACK
+stream group id...` pipelined with the next `XREADGROUP` (one round trip, one group commit of the
+node; one XACK per entry, each waiting for its commit, held a consumer to ~360 entries/s). They
+are consecutive IDs, so the consecutive-XACK effect (seed 000) replicates as before. Acks owed are
+sent first when the step would read the PEL otherwise, on `stop()` and on `close()`; a failover
+drops them (`streams.sdk.acks`). Handlers run one after the other or up to `concurrency` at once
+within a batch (`streams.sdk.handling`); while they run, a lease renews the batch's claims every
+`claim_idle_ms / 3`, so a slow batch is not reclaimed and handled twice (`streams.sdk.lease`).
 
 Regions: consumer groups exist in every region but each region's PEL is its own (seed 000), and
 only consecutive acks replicate. When the serving endpoint fails, the consumer moves to the next
@@ -54,10 +48,13 @@ from typing import Any
 
 import redis.exceptions
 
+from streams.sdk.acks import AckBuffer
 from streams.sdk.deadletter import DeadLetters, parse_fields
 from streams.sdk.endpoints import Endpoint, Endpoints, EndpointSet
 from streams.sdk.errors import DeadLetter, Retry, SdkError, is_transient
 from streams.sdk.handling import BatchRunner, Handler, Outcome
+from streams.sdk.lease import renew
+from streams.sdk.lease import text as _text
 from streams.sdk.lru import BoundedSet
 from streams.sdk.metrics import Metrics
 from streams.sdk.producer import IDK_FIELD
@@ -68,16 +65,6 @@ __all__ = ["GroupConsumer", "Handler"]
 
 Entry = tuple[str, dict[bytes, bytes], int]
 """An entry about to be handled: ID, fields, and which delivery this is (1 = the first)."""
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _key(entry_id: str) -> tuple[int, int]:
-    """An entry ID as a number pair, for ordering (`10-0` after `9-0`)."""
-    ms, _, seq = entry_id.partition("-")
-    return int(ms), int(seq or 0)
 
 
 class GroupConsumer:
@@ -157,10 +144,7 @@ class GroupConsumer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._handled = 0
         self._lock = threading.Lock()
-        # Entries handled, acks not sent yet: (ID, handler seconds, or None for a duplicate),
-        # and the endpoint whose PEL holds them.
-        self._acks: list[tuple[str, float | None]] = []
-        self._acks_ep: Endpoint | None = None
+        self._acks = AckBuffer(stream, group, self.metrics)
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -215,7 +199,7 @@ class GroupConsumer:
             await self._ensure_group(ep)
             await self._step(ep)
             if self._stop_requested:
-                await self._flush_acks(ep)  # graceful stop: ack what was handled
+                await self._acks.flush(ep)  # graceful stop: ack what was handled
         except Exception as exc:
             if not is_transient(exc):
                 raise
@@ -226,7 +210,7 @@ class GroupConsumer:
         """Send the acks still buffered (best effort: unsent ones are re-delivered), then close
         the connections."""
         try:
-            await self._flush_acks(self._ep)
+            await self._acks.flush(self._ep)
         except Exception as exc:
             log.warning("%s: %d acks not sent at close (%s)", self.consumer, len(self._acks), exc)
         await self.endpoints.close()
@@ -245,7 +229,7 @@ class GroupConsumer:
             self._stop_requested
             or now >= min(self._next_metrics, self._next_sweep, self._pending_due)
         ):
-            await self._flush_acks(ep)  # what follows reads the PEL: let it see the acks
+            await self._acks.flush(ep)  # what follows reads the PEL: let it see the acks
         if now >= self._next_metrics:
             await self._report(ep)
         if now >= self._next_sweep:
@@ -280,7 +264,7 @@ class GroupConsumer:
         log.warning("consumer %s moves from %s to %s (%s)", self.consumer, ep.url, nxt.url, exc)
         self.metrics.failover(ep.url, nxt.url)
         self._ep = nxt
-        self._acks.clear()  # for the old region's PEL; the new one re-delivers, dedupe acks
+        self._acks.drop()  # owed to the old region's PEL; the new one re-delivers, dedupe acks
         # The new region has its own PEL and its own sweep position.
         self._cursor = "0-0"
         self._next_sweep = 0.0
@@ -383,7 +367,7 @@ class GroupConsumer:
         wake = min(self._pending_due, self._next_sweep, self._next_metrics)
         block = max(1, min(self.block_ms, int((wake - now) * 1000)))
         stop = self._bind_loop()
-        acks = self._take_acks(ep)
+        acks = self._acks.take(ep)
         xreadgroup = (
             "XREADGROUP",
             "GROUP",
@@ -403,7 +387,7 @@ class GroupConsumer:
             if not acks:
                 return await client.execute_command(*xreadgroup)
             pipe = client.pipeline(transaction=False)
-            pipe.execute_command("XACK", self.stream, self.group, *(i for i, _ in acks))
+            pipe.execute_command(*self._acks.command(acks))
             pipe.execute_command(*xreadgroup)
             return (await pipe.execute())[1]
 
@@ -419,15 +403,14 @@ class GroupConsumer:
                 await read
             except (asyncio.CancelledError, Exception):
                 pass
-            self._acks[:0] = acks  # sent or not: XACK again is harmless (run_once flushes)
+            self._acks.put_back(ep, acks)  # sent or not: XACK again is harmless
             return
         try:
             reply = read.result()
         except BaseException:
-            if acks and ep is self._acks_ep:
-                self._acks[:0] = acks  # not known to be sent; a failover drops them anyway
+            self._acks.put_back(ep, acks)  # not known to be sent; a failover drops them anyway
             raise
-        self._acked(acks)
+        self._acks.sent(acks)
         if not reply:
             return
         entries = [(_text(raw_id), flat) for raw_id, flat in reply[0][1]]
@@ -458,21 +441,25 @@ class GroupConsumer:
 
     async def _handle_batch(self, ep: Endpoint, batch: list[Entry]) -> list[str]:
         """Handle a batch; entries whose handler returned join the ack buffer (sent by the next
-        step, `_flush_acks` or pipelined with the next read). Returns the IDs not started
+        step, `AckBuffer.flush` or pipelined with the next read). Returns the IDs not started
         because `stop()` was asked."""
         todo: list[Entry] = []
         for entry_id, fields, attempt in batch:
             self._seen.add(entry_id)
             idk = fields.get(IDK_FIELD)
             if b"id:" + entry_id.encode() in self._done or (idk and b"idk:" + idk in self._done):
-                self._buffer_ack(ep, entry_id, None)  # handled before a failover: ack only
+                self._acks.add(ep, entry_id, None)  # handled before a failover: ack only
                 self.metrics.duplicate_skipped(entry_id)
                 self._handled += 1
             else:
                 todo.append((entry_id, fields, attempt))
         if not todo:
             return []
-        lease = asyncio.ensure_future(self._renew(ep, [e[0] for e in todo]))
+        ids = [e[0] for e in todo]
+        page = len(ids) + len(self._not_before) + self.count * 10
+        lease = asyncio.ensure_future(
+            renew(ep, self.stream, self.group, self.consumer, ids, self.lease_s, page)
+        )
         try:
             outcomes = await self._runner.run(
                 [(entry_id, fields) for entry_id, fields, _ in todo], lambda: self._stop_requested
@@ -497,7 +484,7 @@ class GroupConsumer:
             idk = fields.get(IDK_FIELD)
             if idk:
                 self._done.add(b"idk:" + idk)
-            self._buffer_ack(ep, entry_id, outcome.seconds)
+            self._acks.add(ep, entry_id, outcome.seconds)
             self._not_before.pop(entry_id, None)
             self._errors.pop(entry_id, None)
         elif isinstance(exc, Retry):
@@ -516,73 +503,6 @@ class GroupConsumer:
         self._pending_due = min(self._pending_due, due)
         log.debug("handler failed on %s: %r", entry_id, exc)
         self.metrics.failed(entry_id, exc)
-
-    # --- acks --------------------------------------------------------------------------------
-
-    def _buffer_ack(self, ep: Endpoint, entry_id: str, seconds: float | None) -> None:
-        if self._acks_ep is not ep:
-            self._acks.clear()  # another region's: its PEL is not this one's
-            self._acks_ep = ep
-        self._acks.append((entry_id, seconds))
-
-    def _take_acks(self, ep: Endpoint) -> list[tuple[str, float | None]]:
-        """The buffered acks for `ep`'s PEL, removed from the buffer."""
-        acks = self._acks if self._acks_ep is ep else []
-        self._acks = []
-        return acks
-
-    def _acked(self, acks: list[tuple[str, float | None]]) -> None:
-        for entry_id, seconds in acks:
-            if seconds is not None:
-                self.metrics.processed(entry_id, seconds)
-
-    async def _flush_acks(self, ep: Endpoint) -> None:
-        """Send the buffered acks now, as one XACK."""
-        acks = self._take_acks(ep)
-        if not acks:
-            return
-        try:
-            await ep.cmd(self.stream, "XACK", self.stream, self.group, *(i for i, _ in acks))
-        except BaseException:
-            self._acks[:0] = acks  # a failover drops them; a retry sends them again
-            raise
-        self._acked(acks)
-
-    async def _renew(self, ep: Endpoint, ids: list[str]) -> None:
-        """Keep the claims of a batch's entries fresh while its handlers run (cancelled when
-        they have returned): every `lease_s`, XCLAIM again those this consumer still owns."""
-        first, last = ids[0], ids[-1]
-        if _key(last) < _key(first):
-            first, last = last, first
-        held = set(ids)
-        while held:
-            await asyncio.sleep(self.lease_s)
-            try:
-                rows = await ep.cmd(
-                    self.stream,
-                    "XPENDING",
-                    self.stream,
-                    self.group,
-                    first,
-                    last,
-                    len(ids) + len(self._not_before) + 1,
-                    self.consumer,
-                )
-                mine = {_text(r[0]) for r in rows} & held
-                if mine != held:
-                    lost = sorted(held - mine, key=_key)
-                    log.warning(
-                        "%s lost %s to another consumer while handling them",
-                        self.consumer,
-                        ", ".join(lost[:5]),
-                    )
-                held = mine
-                if held:
-                    await self._claim(ep, *sorted(held, key=_key), "JUSTID")
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # the loop notices a dead endpoint itself
-                log.warning("lease renewal of %d entries failed: %s", len(held), exc)
 
     async def _dead_letter(
         self,
