@@ -24,6 +24,7 @@ from streams.node.node import (
     RegionNode,
 )
 from streams.node.presence import LiveWriterError
+from streams.node.writepath import DEFAULT_WRITE_TIMEOUT_S
 from streams.snapshot import SnapshotError
 from topology.config import Topology, format_shard_set, load, parse_shard_set
 
@@ -57,6 +58,7 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
             port=args.port,
             auth=auth,
             takeover=args.takeover,
+            write_timeout=args.write_timeout,
         )
         if args.metrics_port is not None:
             exporter = metrics.Exporter.listen(options.node_config().bind, args.metrics_port)
@@ -200,6 +202,15 @@ def main(argv: list[str] | None = None) -> int:
         "naming the running node",
     )
     parser.add_argument(
+        "--write-timeout",
+        type=float,
+        default=DEFAULT_WRITE_TIMEOUT_S,
+        metavar="S",
+        help="a write is committed or refused within S seconds of its arrival; while the op "
+        "log stays unreachable after one was refused, later writes are refused at once and "
+        f"reads go on (default: {DEFAULT_WRITE_TIMEOUT_S:g})",
+    )
+    parser.add_argument(
         "--bind", default=None, help="RESP bind address (default: the topology's, 127.0.0.1)"
     )
     parser.add_argument(
@@ -231,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.snapshot_every_ops < 0 or args.snapshot_every_s < 0:
         parser.error("--snapshot-every-ops / --snapshot-every-s must not be negative")
+    if not 0 < args.write_timeout <= 3600:
+        parser.error(f"--write-timeout must be within (0, 3600], got {args.write_timeout:g}")
     if not args.catch_up_timeout > 0:
         parser.error(f"--catch-up-timeout must be positive, got {args.catch_up_timeout:g}")
     if args.port is not None and not 0 < args.port < 65536:

@@ -29,9 +29,13 @@ from streams.node import auth, router, transactions
 from streams.node.clients import Client, Clients, Queued
 from streams.node.stats import EXECUTED, QUEUED, REJECTED, UNKNOWN, Stats
 from streams.reply import NULL_ARRAY, Reply
-from streams.resp.server import Held, Session
+from streams.resp.server import Held, Instead, Session, Until
 
 log = logging.getLogger(__name__)
+
+READ_AGAIN_LIMIT = 3
+"""How often a read runs again when the batches it waited for keep failing (after a failure the
+write path refuses at once, so a second failure is rare and a third one rarer)."""
 
 Builtin = Callable[[Client, list[bytes]], Awaitable[Reply]]
 
@@ -107,6 +111,8 @@ class Dispatcher:
         self.stats = stats if stats is not None else Stats()
         self.builtins: dict[str, Builtin] = {}
         """The handlers of `router.BUILTINS`, bound by the owner (`bind`)."""
+        self._rereads: set[asyncio.Task[None]] = set()
+        """Reads running again after the batch they waited for failed."""
 
     def bind(self, handlers: dict[str, Builtin]) -> None:
         self.builtins = router.bind(handlers)
@@ -123,7 +129,61 @@ class Dispatcher:
             ran -= client.blocked_ns
             client.blocked_ns = 0
         self.stats.record(client, cmd, what, args, reply, ran)
-        return self.backend.hold(reply, shards)
+        held = self.backend.hold(reply, shards)
+        if (
+            isinstance(held, Held)
+            and what == EXECUTED
+            and shards is not None
+            and cmd is not None
+            and "readonly" in cmd.flags
+        ):
+            return Held(reply, self._read_again_if_failed(held.until, cmd, args, client))
+        return held
+
+    def _read_again_if_failed(
+        self, until: Until, cmd: Command, args: list[bytes], client: Client
+    ) -> asyncio.Future[Instead | None]:
+        """A read's reply waits for the write batches it may have seen (`until`). If one failed,
+        the ops it may have seen were undone (`streams.node.undo`): the read runs again on that
+        state and its new reply is sent instead. A read never answers with a write's error."""
+        loop = asyncio.get_running_loop()
+        out: asyncio.Future[Instead | None] = loop.create_future()
+
+        def done(outcome: Until) -> None:
+            if out.done():
+                return
+            if outcome.cancelled():
+                out.cancel()
+            elif outcome.result() is None:
+                out.set_result(None)
+            else:
+                task = loop.create_task(self._read_again(out, cmd, args, client))
+                self._rereads.add(task)
+                task.add_done_callback(self._rereads.discard)
+
+        until.add_done_callback(done)
+        return out
+
+    async def _read_again(
+        self, out: asyncio.Future[Instead | None], cmd: Command, args: list[bytes], client: Client
+    ) -> None:
+        reply: Reply = CommandError(
+            f"ERR the write batches this read saw failed {READ_AGAIN_LIMIT} times in a row; "
+            "nothing was read, try again"
+        )
+        try:
+            for _attempt in range(READ_AGAIN_LIMIT):
+                answer, shards = await self._run(cmd, args, client)
+                held = self.backend.hold(answer, shards)
+                if not isinstance(held, Held) or await asyncio.shield(held.until) is None:
+                    reply = answer
+                    break
+        except Exception:
+            reply = CommandError("ERR internal error, see the node's log")
+            log.exception("running %r again after a failed write batch failed", args[:1])
+        finally:
+            if not out.done():
+                out.set_result(Instead(reply))
 
     def _register(self, session: Session) -> Client:
         client = self.clients.add(session)

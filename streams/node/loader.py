@@ -6,10 +6,13 @@ snapshot's positions to its end (the reader reports "caught up"; `topology.kafka
 is decided); only then does the shard serve. A catch-up that does not finish within its timeout
 fails with the reader's account of every topic's position and end.
 
-A reload (after a write batch failed, `streams.node.writepath`) does the same with a new reader,
-while the shard answers LOADING; it is retried until it succeeds, since only the log can tell
-whether the failed batch landed. A reader's late batches reach the replica only while it is the
-current one: after a reload the old reader's leftovers are dropped.
+A reload (after a write batch failed, `streams.node.writepath`, or a takeover) does the same
+into a fresh replica with a new reader, in the background: the shard goes on serving reads from
+the replica it has (the failed batches' ops undone, `streams.node.undo`), and switches over to
+the fresh one once it has read the logs to their end (`switch`). It is retried until it succeeds,
+since only the log can tell whether the failed batch landed; while the broker is away it simply
+waits for it. Each reader feeds the replica it was made for: the old reader goes on feeding the
+replica that serves until the switch, and is stopped then.
 """
 
 from __future__ import annotations
@@ -60,9 +63,10 @@ class Loader:
         """Why the shard does not serve (yet); None once it does."""
         self.fatal: str | None = None
         """Why reading stopped for good (a record that does not decode, ...)."""
+        self.reloading: str | None = None
+        """Why a fresh replica is being read in the background (the shard serves meanwhile)."""
         self.booted_from = "full replay of the logs"
         self.boot_records = 0
-        self._generation = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self.reader: Reader | None = None
         """The current reader (made by each catch-up)."""
@@ -74,28 +78,41 @@ class Loader:
         each topic got) or RuntimeError (reading stopped)."""
         self._loop = asyncio.get_running_loop()
         booted = await self._loop.run_in_executor(None, self._read_snapshot)
-        await self._catch_up(timeout, booted)
+        self.reader = self._make_reader(self.replica, booted)
+        await self._catch_up(self.reader, self.replica, timeout)
         self.loading = None
 
-    async def reload(self, why: str) -> None:
-        """Rebuild the state from the log (after a failed batch), retrying until it succeeds."""
-        self.loading = f"reloading after a failed write: {why}"
+    async def reload(self, why: str, switch: Callable[[Replica], None]) -> None:
+        """Read the state from the log into a fresh replica (after a failed batch, a takeover)
+        while the current one serves, retrying until it succeeds; then `switch(fresh)` (the
+        caller puts it in place) and stop the old reader."""
+        self.reloading = why
         loop = asyncio.get_running_loop()
+        old = self.replica
         while True:
-            await self.stop()
+            fresh = Replica(old.region_id, old.mode, old.waiters)
+            reader: Reader | None = None
             self.fatal = None
-            self.booted_from = "full replay of the logs (reload after a failed write)"
+            self.booted_from = "full replay of the logs"
             try:
                 booted = await loop.run_in_executor(None, self._read_snapshot)
-                await self._catch_up(DEFAULT_CATCH_UP_TIMEOUT_S, booted)
-            except (CatchUpTimeout, RuntimeError) as exc:
+                reader = self._make_reader(fresh, booted)
+                await self._catch_up(reader, fresh, DEFAULT_CATCH_UP_TIMEOUT_S)
+            except (CatchUpTimeout, RuntimeError, OSError) as exc:
                 log.warning("%s: reloading failed (%s); retrying", self.name, exc)
+                if reader is not None:
+                    await loop.run_in_executor(None, reader.stop)
                 await asyncio.sleep(RECOVERY_RETRY_S)
                 continue
             break
-        self.loading = None
-        self.replica.waiters.wake_all()
-        log.warning("%s: state reloaded from the log; serving again", self.name)
+        self.booted_from += f" (re-read after: {why})"
+        previous, self.reader, self.replica = self.reader, reader, fresh
+        switch(fresh)
+        self.reloading = None
+        fresh.waiters.wake_all()
+        if previous is not None:
+            await loop.run_in_executor(None, previous.stop)
+        log.warning("%s: state re-read from the log and switched over", self.name)
 
     async def stop(self) -> None:
         if self.reader is not None:
@@ -103,20 +120,22 @@ class Loader:
 
     # --- internals ------------------------------------------------------------------------------
 
-    def _make_reader(self, start: dict[str, int] | None) -> Reader:
-        """A reader whose batches reach the replica only while it is the current one."""
-        self._generation += 1
-        generation = self._generation
+    def _make_reader(self, replica: Replica, booted: Snapshot | None) -> Reader:
+        """A reader feeding `replica`, which starts over from `booted` (a snapshot) or empty."""
+        if booted is None:
+            replica.reset()
+            start = None
+        else:
+            _id, region, positions = booted
+            replica.reset(region, positions)
+            start = {topic: offset for (topic, _p), offset in positions.items()}
+        loop = asyncio.get_running_loop()
+        self._loop = loop
 
         def on_batch(batch: Batch) -> None:
-            assert self._loop is not None
-            self._loop.call_soon_threadsafe(self._deliver, generation, batch)
+            loop.call_soon_threadsafe(replica.feed, batch)
 
         return self._new_reader(ReaderSpec(on_batch, self._on_error, start, self._read_own()))
-
-    def _deliver(self, generation: int, batch: Batch) -> None:
-        if generation == self._generation:
-            self.replica.feed(batch)
 
     def _on_error(self, exc: Exception) -> None:
         """In the reader's thread: reading stopped for good."""
@@ -142,18 +161,10 @@ class Loader:
         self.booted_from = f"snapshot file {self.snapshot_file}"
         return self.snapshot_file, region, positions
 
-    async def _catch_up(self, timeout: float, booted: Snapshot | None) -> None:
-        """Fold every log from the start (or from a snapshot's positions) to its end. The reader
-        reads `.local` first, so the fold knows each local op before the replicated ops after
-        it and applies it on exactly the state it was made on."""
-        if booted is None:
-            self.replica.reset()
-            start = None
-        else:
-            _id, region, positions = booted
-            self.replica.reset(region, positions)
-            start = {topic: offset for (topic, _p), offset in positions.items()}
-        reader = self.reader = self._make_reader(start)
+    async def _catch_up(self, reader: Reader, replica: Replica, timeout: float) -> None:
+        """Fold every log from the start (or from a snapshot's positions) to its end into
+        `replica`. The reader reads `.local` first, so the fold knows each local op before the
+        replicated ops after it and applies it on exactly the state it was made on."""
         reader.start()
         deadline = time.monotonic() + timeout
         while not reader.caught_up.is_set():
@@ -167,5 +178,5 @@ class Loader:
                 )
             await asyncio.sleep(CATCH_UP_POLL_S)
         await asyncio.sleep(0)  # batches handed over before "caught up" was set are applied now
-        self.replica.go_live()
+        replica.go_live()
         self.boot_records = reader.records_read

@@ -9,7 +9,7 @@ is what the unit tests of the request pipeline and `scripts/request_corpus.py` n
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from streams.node.oplog import ReaderSpec, Snapshot
 from streams.node.writer import WriterError
@@ -30,11 +30,16 @@ class MemoryWriter:
     def start(self) -> None:
         pass
 
-    async def append(self, replicated: Sequence[Sealed], local: Sequence[Sealed]) -> None:
+    async def append(
+        self, replicated: Sequence[Sealed], local: Sequence[Sealed], deadline: float | None = None
+    ) -> None:
         if self.fail_next > 0:
             self.fail_next -= 1
             raise WriterError("the op log did not acknowledge the write: injected fault")
         self.appends.append((list(replicated), list(local)))
+
+    async def recover(self, superseded: Callable[[], str | None]) -> None:
+        pass
 
     def close(self) -> None:
         pass

@@ -31,9 +31,17 @@ class Writer(Protocol):
 
     def start(self) -> None: ...
 
-    async def append(self, replicated: Sequence[Sealed], local: Sequence[Sealed]) -> None:
+    async def append(
+        self, replicated: Sequence[Sealed], local: Sequence[Sealed], deadline: float | None = None
+    ) -> None:
         """Append one batch (encoded ops for the replicated and the local log) in one
-        transaction; raises `streams.node.writer.WriterError` when it did not commit."""
+        transaction, committed by `deadline` (time.monotonic()); raises
+        `streams.node.writer.WriterError` when it did not commit."""
+        ...
+
+    async def recover(self, superseded: Callable[[], str | None]) -> None:
+        """Make the writer usable after a failed append, unless `superseded()` names a newer
+        writer (then it is fenced); raises WriterError while the log is unreachable."""
         ...
 
     def close(self) -> None: ...

@@ -258,6 +258,28 @@ class Presence:
                 answered.add(rec["probe"])
         return answered
 
+    def superseded(self, shard: int, shard_name: str) -> str | None:
+        """Whether another node announced itself as the writer of `shard` after this one: the
+        text a superseded node answers writes with, else None. Asked before this node renews its
+        writer (which would fence the newer one, `streams.node.writer`), so it reads the
+        partition to its end rather than trust the watcher, which may be behind. Blocking;
+        raises RuntimeError when the partition cannot be read (then nothing is renewed)."""
+        if shard in self.taken_over:
+            return taken_over_text(shard_name, self.taken_over[shard])
+        config = consumer_config(self.bootstrap, f"streams-writers-{self.me.run}", FETCH_WAIT_MS)
+        consumer = Consumer(config)
+        try:
+            consumer.assign([TopicPartition(self.topic, shard, 0)])
+            recs = self._read_to_end(consumer, {shard: []})[shard]
+        finally:
+            consumer.close()
+        writer = current_writer(recs)
+        if writer is None or writer.get("run") == self.me.run:
+            return None
+        if not any(rec.get("run") == self.me.run and rec.get("kind") == "start" for rec in recs):
+            return None  # this node's own start is not there: nothing to compare with
+        return taken_over_text(shard_name, writer)
+
     def announce(self, takeover: bool) -> None:
         """`start` in each of this node's partitions (before its writers register)."""
         for shard in self.me.shards:

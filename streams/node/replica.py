@@ -17,7 +17,7 @@ Blocked readers of every key an applied op touched are woken, whichever way it c
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from streams.commands.base import Context
@@ -26,6 +26,7 @@ from streams.crdt.fold import Applied, Fold, Partition
 from streams.crdt.region import Region
 from streams.ids import IdMode
 from streams.node.materializer import Decoded
+from streams.node.undo import Journal, undo_all
 from streams.node.waiters import Waiters
 from streams.ops.codec import Sealed, seal
 
@@ -106,9 +107,17 @@ class Replica:
         replicated, local = self.region.number_all(bodies, now_ms)
         return Issued(replicated, local, [seal(op) for op in replicated], [seal(r) for r in local])
 
-    def apply(self, issued: Issued) -> None:
-        """Apply what `prepare` numbered (the caller logs it)."""
-        self.region.apply_issued(issued.replicated, issued.local)
+    def apply(self, issued: Issued, journal: Journal) -> None:
+        """Apply what `prepare` numbered (the caller logs it), noting in `journal` how to undo
+        it should its batch fail (`streams.node.undo`)."""
+        region = self.region
+        state = region.state
+        for op in issued.replicated:
+            journal.before(state, op)
+            region.commit(op)
+        for record in issued.local:
+            journal.before_local(state, record)
+            region.apply_local(record)
         self.waiters.wake(op.body.key for op in issued.replicated)
         self.waiters.wake(record.body.key for record in issued.local)
 
@@ -117,8 +126,20 @@ class Replica:
         for op in replicated:
             self.last_ts[op.origin] = op.ts_ms
 
-    def ack_effects(self, now_ms: int) -> Issued:
-        """The consecutive-XACK effects held back for coalescing, issued now."""
+    def ack_effects(self, now_ms: int, open_journal: Callable[[], Journal]) -> Issued:
+        """The consecutive-XACK effects held back for coalescing, issued now (noted in the
+        journal `open_journal` gives, only when there are some)."""
         issued = self.prepare(self.region.ack_effects(), now_ms)
-        self.region.apply_issued(issued.replicated, issued.local)
+        if not issued.replicated:
+            return issued
+        journal = open_journal()
+        state = self.region.state
+        for op in issued.replicated:
+            journal.before(state, op)
+            self.region.commit(op)
         return issued
+
+    def undo(self, journals: list[Journal]) -> None:
+        """The batches of `journals` (oldest first) failed: put the state back as the log holds
+        it, and wake the blocked readers of what changed (they look again)."""
+        self.waiters.wake(undo_all(self.region, journals))

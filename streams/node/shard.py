@@ -8,8 +8,14 @@ in one shard.
 
 The parts: `Replica` (the state and how records become state), the writer and `WritePath`
 (group commit), `Loader` (boot, catch-up, reload after a failed batch), `Snapshotter`. This
-class wires them and keeps the shard's health: whether it serves (LOADING otherwise) and whether
-it accepts writes.
+class wires them and keeps the shard's health: whether it serves (LOADING only while it boots)
+and whether it accepts writes.
+
+When a batch fails, its ops (and the open batch's) are undone in memory and reads go on; writes
+are refused at once (`WritePath.down`) while the shard re-reads its log in the background
+(`Loader.reload`) and, once that is done, switches over to the state read and makes its writer
+usable again (`Writer.recover`, which never renews a writer another node superseded: the shard
+then stays read-only, fenced). Writes are taken again from then on.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from streams import errors
@@ -29,9 +36,10 @@ from streams.node.oplog import OpLog
 from streams.node.replica import Issued, Replica
 from streams.node.snapshotter import Pause, SnapshotPolicy, Snapshotter
 from streams.node.tasks import Tasks
+from streams.node.undo import Journal
 from streams.node.waiters import Waiters
-from streams.node.writepath import Outcome, WriteBatch, WritePath
-from streams.node.writer import WriterError
+from streams.node.writepath import DEFAULT_WRITE_TIMEOUT_S, Outcome, WriteBatch, WritePath
+from streams.node.writer import WriterError, WriterFenced
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +67,12 @@ class ShardSetup:
     snapshot_files: dict[int, str] = field(default_factory=dict)
     """Per shard, a snapshot file to boot from (else the newest stored one)."""
     shards: int = 1
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT_S
+    """`--write-timeout`: a write is answered (committed or refused) within it."""
+    superseded: Callable[[int], str | None] = lambda _shard: None
+    """Whether another node announced itself as this shard's writer since this one started
+    (`streams.node.presence`): what such a node is, else None. Asked (blocking) before a
+    writer is renewed."""
 
 
 class Shard:
@@ -68,7 +82,13 @@ class Shard:
         self.name = setup.region_name if setup.shards == 1 else f"{setup.region_name}/{index}"
         self.replica = Replica(setup.region_id, setup.mode, setup.waiters)
         self.writer = setup.log.writer(index)
-        self.writepath = WritePath(self.writer, self._committed, self._failed)
+        self.writepath = WritePath(
+            self.writer,
+            self._committed,
+            self._failed,
+            lambda: Journal(self.replica.region),
+            setup.write_timeout,
+        )
         self.loader = Loader(
             self.name,
             self.replica,
@@ -132,7 +152,7 @@ class Shard:
         if self.loader.loading is not None:
             return LOADING
         if self.write_fault is not None:
-            return CommandError(f"ERR writes refused: {self.write_fault}")
+            return CommandError(f"ERR writes refused, nothing was applied: {self.write_fault}")
         if self.loader.fatal is not None:
             return CommandError(f"ERR writes refused: {self.loader.fatal}")
         return None
@@ -146,7 +166,7 @@ class Shard:
     def issue(self, issued: Issued) -> None:
         """Apply prepared ops now and put them in the open batch (the caller checked
         `write_refusal` when they include replicated ops and holds the reply)."""
-        self.replica.apply(issued)
+        self.replica.apply(issued, self.writepath.journal())
         self.writepath.add(issued)
 
     def pending(self) -> Outcome | None:
@@ -156,7 +176,7 @@ class Shard:
         """Issue the consecutive-XACK effects held back for coalescing into the open batch."""
         if self.write_refusal() is not None:
             return 0
-        issued = self.replica.ack_effects(self.setup.clock.now_ms())
+        issued = self.replica.ack_effects(self.setup.clock.now_ms(), self.writepath.journal)
         if issued.replicated:
             self.writepath.add(issued)
         return len(issued.replicated)
@@ -173,24 +193,47 @@ class Shard:
         self.fenced_by = self.write_fault = text
         self.writer.fenced = True
         log.error("%s: %s", self.name, text)
-        if self.loader.loading is None:
-            self.loader.loading = f"reloading: {text}"
-            self._tasks.spawn(self._reload(text))
+        self._reload_soon(text)
 
-    def _failed(self, exc: WriterError) -> None:
-        """A batch did not commit: the state may hold ops the log does not. Serve nothing until
-        it was rebuilt from the log (the log decides whether the failed batch landed)."""
-        self.write_fault = self.fenced_by or str(exc)
-        log.error("%s: a write batch failed (%s): reloading the state from the log", self.name, exc)
-        if self.loader.loading is None:
-            self.loader.loading = f"reloading after a failed write: {exc}"
-            self._tasks.spawn(self._reload(str(exc)))
+    def _failed(self, exc: WriterError, batches: list[WriteBatch]) -> None:
+        """Batches did not commit: the state holds ops the log may not. Undo them (reads go on
+        from the state the log holds), refuse writes, and re-read the log in the background
+        (the log decides whether the failed batch landed)."""
+        self.replica.undo([b.journal for b in batches if b.journal is not None])
+        if isinstance(exc, WriterFenced) and self.fenced_by is None:
+            self.fenced_by = str(exc)
+        self.write_fault = self.fenced_by or self.writepath.down or str(exc)
+        if self.loader.reloading is None:
+            log.error("%s: a write batch failed (%s): re-reading the log", self.name, exc)
+        self._reload_soon(str(exc))
+
+    def _reload_soon(self, why: str) -> None:
+        if self.loader.reloading is None and self.loader.loading is None:
+            self.loader.reloading = why
+            self._tasks.spawn(self._reload(why))
 
     async def _reload(self, why: str) -> None:
-        await self.loader.reload(why)
+        await self.loader.reload(why, self._switch)
         self.snapshotter.restart_schedule()
-        if not self.writer.fenced:
+        while not self.writer.fenced:
+            try:
+                await self.writer.recover(lambda: self.setup.superseded(self.index))
+            except WriterFenced as exc:
+                self.taken_over(str(exc))
+                return
+            except WriterError as exc:
+                log.warning("%s: the writer cannot be renewed yet (%s)", self.name, exc)
+                await asyncio.sleep(1.0)
+                continue
             self.write_fault = None
+            self.writepath.up()
+            log.warning("%s: taking writes again", self.name)
+            return
+
+    def _switch(self, fresh: Replica) -> None:
+        """The log was re-read into `fresh`: serve it from now on."""
+        self.replica = fresh
+        self.snapshotter.replica = fresh
 
     # --- background work -----------------------------------------------------------------------
 

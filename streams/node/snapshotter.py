@@ -93,7 +93,7 @@ class Snapshotter:
         self._since = (self.writepath.ops, time.monotonic())
 
     def due(self) -> bool:
-        if self._running or self.loader.loading is not None or self.writer.fenced:
+        if self._running or self._unsettled() or self.writer.fenced:
             return False
         ops_then, when = self._since
         new_ops = self.writepath.ops - ops_then
@@ -101,6 +101,16 @@ class Snapshotter:
         by_ops = policy.every_ops > 0 and new_ops >= policy.every_ops
         by_time = policy.every_s > 0 and new_ops > 0 and time.monotonic() - when >= policy.every_s
         return by_ops or by_time
+
+    def _unsettled(self) -> bool:
+        """The shard loads, re-reads its log after a failed batch, or refuses writes: what it
+        holds now is not what a snapshot should keep."""
+        loader = self.loader
+        return (
+            loader.loading is not None
+            or loader.reloading is not None
+            or self.writepath.down is not None
+        )
 
     def positions(self) -> Positions:
         """The next offset per topic that the state covers: what the replica applied from the
@@ -134,7 +144,7 @@ class Snapshotter:
     async def _fork(self) -> tuple[int, str, str] | None:
         """Pause commands until nothing is uncommitted or waiting, then fork the writer child."""
         for _attempt in range(QUIET_ATTEMPTS):
-            if self.loader.loading is not None:
+            if self._unsettled():
                 return None
             paused = time.perf_counter()
             with self.pause.holding():
@@ -144,7 +154,7 @@ class Snapshotter:
                     if (
                         self.writepath.pending() is None
                         and self.replica.settled()
-                        and self.loader.loading is None
+                        and not self._unsettled()
                     ):
                         region = self.replica.region
                         snapshot_id = f"{self.now_ms()}-{region.vector.get(region.id, 0)}"

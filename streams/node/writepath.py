@@ -14,14 +14,22 @@ Why apply at dispatch rather than after the commit: everything a command reads m
 commands before it, and waiting for each commit before the next dispatch is what limited a
 region to one transaction per command. Making only conflicting writers wait would not help the
 common case (many clients appending to one stream). The price is the failure path: when a batch
-fails, the state holds ops the log may not, and later commands built on them. Every held reply of
-the failed batch and of the open one is failed, and the node reloads its state from the log
-before it serves again (`streams.node.loader`), as Redis exits and reloads its AOF when an fsync
-fails under `appendfsync always`. Whether the failed transaction landed is only known by reading
-the log; the reload settles it. (It can land even after an abort: the embedded Tansu broker
-hands aborted transactional records to read_committed readers, so on it a failed batch whose
-records were produced is applied everywhere; the error therefore says "may or may not have been
-applied", as for a write whose connection dropped.)
+fails, the state holds ops the log may not, and later commands built on them. Every held write
+reply of the failed batch and of the open one is failed, and the ops of both are undone in
+memory (each batch keeps a `streams.node.undo.Journal`), so the state is again one the log
+holds and reads go on being answered from it; a read held on a failed batch is run again on
+that state (`streams.node.dispatch`), never answered with the write's error. Whether the failed
+transaction landed is only known by reading the log: the shard re-reads it in the background
+once the broker answers (`streams.node.loader`) and switches over to the state read, refusing
+writes until then. (It can land even after an abort: the embedded Tansu broker hands aborted
+transactional records to read_committed readers, so on it a failed batch whose records were
+produced is applied everywhere; the error therefore says "may or may not have been applied",
+as for a write whose connection dropped.)
+
+A write is answered within `write_timeout` (`--write-timeout`) of its arrival: a batch must
+commit by the deadline of its oldest write, which is the commit's timeout. Once one failed, the
+write path is `down`: every batch is failed at once, without asking the broker, until the shard
+re-read its log and renewed its writer (`up`), so no later client waits out the timeout again.
 """
 
 from __future__ import annotations
@@ -36,10 +44,14 @@ from streams.crdt import ops
 from streams.errors import CommandError
 from streams.node.oplog import Writer
 from streams.node.replica import Issued
+from streams.node.undo import Journal
 from streams.node.writer import WriterError
 from streams.ops.codec import Sealed
 
 log = logging.getLogger(__name__)
+
+DEFAULT_WRITE_TIMEOUT_S = 10.0
+"""`--write-timeout`: how long a write may wait for the op log before it is refused."""
 
 Outcome = asyncio.Future[CommandError | None]
 """Resolves to None once the batch committed, or to the error every held reply gets instead."""
@@ -53,6 +65,11 @@ class WriteBatch:
     """`replicated` as the writer appends them (encoded when issued)."""
     local_records: list[Sealed] = field(default_factory=list)
     outcome: Outcome = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    journal: Journal | None = None
+    """How to undo the batch's ops in memory (`streams.node.undo`)."""
+    deadline: float = 0.0
+    """time.monotonic() by which the batch must have committed: its first write's arrival plus
+    the write timeout."""
 
     def __len__(self) -> int:
         return len(self.replicated) + len(self.local)
@@ -65,11 +82,19 @@ class WritePath:
         self,
         writer: Writer,
         on_committed: Callable[[WriteBatch], None],
-        on_failed: Callable[[WriterError], None],
+        on_failed: Callable[[WriterError, list[WriteBatch]], None],
+        new_journal: Callable[[], Journal],
+        write_timeout: float = DEFAULT_WRITE_TIMEOUT_S,
     ) -> None:
+        """`on_failed(error, batches)`: the batches (oldest first) failed; their ops must be
+        undone before anything else runs. `new_journal`: an empty journal for a new batch."""
         self.writer = writer
         self._on_committed = on_committed
         self._on_failed = on_failed
+        self._new_journal = new_journal
+        self.write_timeout = write_timeout
+        self.down: str | None = None
+        """Why batches fail at once (a batch failed; the shard has not recovered yet)."""
         self._open: WriteBatch | None = None
         self._in_flight: WriteBatch | None = None
         self._ready = asyncio.Event()
@@ -94,12 +119,25 @@ class WritePath:
                 pass
             self._task = None
 
-    def add(self, issued: Issued) -> Outcome:
-        """Put one command's ops (already applied to the state) into the open batch; the
-        returned outcome resolves when that batch is committed (or failed)."""
+    def journal(self) -> Journal:
+        """The open batch's journal (opening the batch): where a command about to be applied
+        notes how to undo it."""
         batch = self._open
         if batch is None:
-            batch = self._open = WriteBatch()
+            batch = self._open = WriteBatch(
+                journal=self._new_journal(), deadline=time.monotonic() + self.write_timeout
+            )
+        assert batch.journal is not None
+        return batch.journal
+
+    def add(self, issued: Issued) -> Outcome:
+        """Put one command's ops (already applied to the state, noted in `journal()`) into the
+        open batch; the returned outcome resolves when that batch is committed (or failed)."""
+        batch = self._open
+        if batch is None:
+            self.journal()
+            batch = self._open
+            assert batch is not None
         batch.replicated.extend(issued.replicated)
         batch.local.extend(issued.local)
         batch.records.extend(issued.records)
@@ -131,8 +169,11 @@ class WritePath:
                 continue
             self._in_flight = batch
             started = time.perf_counter()
+            if self.down is not None:
+                self._fail(batch, WriterError(self.down), fast=True)
+                continue
             try:
-                await self.writer.append(batch.records, batch.local_records)
+                await self.writer.append(batch.records, batch.local_records, batch.deadline)
             except WriterError as exc:
                 self._fail(batch, exc)
                 continue
@@ -148,16 +189,28 @@ class WritePath:
             if self.observe is not None:
                 self.observe(time.perf_counter() - started, len(batch))
 
-    def _fail(self, batch: WriteBatch, exc: WriterError) -> None:
-        """The batch in flight failed: it and the open batch (built on its state) fail."""
-        error = CommandError(
-            f"ERR the op log did not confirm the write ({exc}); it may or may not have been "
-            "applied: the node reloads its state from the log before it serves again"
-        )
+    def up(self) -> None:
+        """The shard recovered (its log re-read, its writer renewed): commit batches again."""
+        self.down = None
+
+    def _fail(self, batch: WriteBatch, exc: WriterError, fast: bool = False) -> None:
+        """The batch in flight failed: it and the open batch (built on its state) fail, their
+        ops are undone, and batches fail at once from now on (`down`) until `up`."""
+        if fast:  # never sent: it was certainly not applied
+            error = CommandError(f"ERR writes refused, nothing was applied: {exc}")
+        else:
+            error = CommandError(
+                f"ERR the op log did not confirm the write ({exc}); it may or may not have been "
+                "applied; writes are refused until the node has re-read its log (reads go on)"
+            )
+            self.down = (
+                f"the op log did not confirm a write ({exc}); writes are refused until the node "
+                "has re-read its log (reads go on)"
+            )
         self._in_flight = None
         doomed = [batch] + ([self._open] if self._open is not None else [])
         self._open = None
+        self._on_failed(exc, doomed)
         for each in doomed:
             if not each.outcome.done():
                 each.outcome.set_result(error)
-        self._on_failed(exc)

@@ -8,6 +8,15 @@ sequences. Fencing is per shard: each shard of a region has its own writer.
 
 Appends run in one worker thread (confluent-kafka calls block); the node awaits them. A write is
 acknowledged to its client only after the transaction holding its ops committed.
+
+Each append has a deadline (its batch's, `streams.node.writepath`): the commit waits at most until
+then, and a failed transaction is not repaired on the failure path (an abort after a timed-out
+commit is refused by librdkafka, and renewing the producer waits for the broker as long again).
+The producer is instead renewed by `recover`, which the shard calls once it has re-read its log,
+that is once the broker answers again. A renewal (init_transactions under the same
+transactional.id) fences whoever holds the id, so `recover` first asks whether another node
+announced itself as the writer since this one started (`superseded`, from
+`streams.node.presence`): if so it does not renew, and the writer stays fenced (read-only).
 """
 
 from __future__ import annotations
@@ -15,7 +24,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -97,20 +107,27 @@ class RegionWriter:
         except KafkaException as exc:
             raise WriterError(f"cannot start the writer of {self.name}: {exc}") from exc
 
-    async def append(self, replicated: Sequence[Sealed], local: Sequence[Sealed]) -> None:
-        """Append one batch in one transaction. The ops were encoded when they were issued
+    async def append(
+        self, replicated: Sequence[Sealed], local: Sequence[Sealed], deadline: float | None = None
+    ) -> None:
+        """Append one batch in one transaction, committed by `deadline` (time.monotonic(); else
+        within the writer's timeout) or failed. The ops were encoded when they were issued
         (`streams.ops.codec.seal`), so this thread runs little Python and holds the GIL little:
         it competes with the event loop for it."""
         if not replicated and not local:
             return
+        if deadline is None:
+            deadline = time.monotonic() + self.timeout_s
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(self._thread, self._append_sync, replicated, local)
+        await loop.run_in_executor(self._thread, self._append_sync, replicated, local, deadline)
 
-    def _append_sync(self, replicated: Sequence[Sealed], local: Sequence[Sealed]) -> None:
+    def _append_sync(
+        self, replicated: Sequence[Sealed], local: Sequence[Sealed], deadline: float
+    ) -> None:
         if self.fenced:
             raise WriterFenced(self._fenced_text())
         if self._renew_needed:
-            self._renew()
+            raise WriterError("the writer must be renewed first (a transaction failed)")
         producer = self._producer
         try:
             producer.begin_transaction()
@@ -127,9 +144,9 @@ class RegionWriter:
                     )
             if self.fail_next > 0:
                 self.fail_next -= 1
-                self._abort()
+                self._abort(deadline)
                 raise WriterError("the op log did not acknowledge the write: injected fault")
-            producer.commit_transaction(self.timeout_s)
+            producer.commit_transaction(_left(deadline))
         except KafkaException as exc:
             error: KafkaError = exc.args[0]
             if (
@@ -138,10 +155,16 @@ class RegionWriter:
             ):
                 self.fenced = True
                 raise WriterFenced(self._fenced_text()) from exc
-            self._abort()
+            if error.code() == KafkaError._TIMED_OUT:
+                self._renew_needed = True  # librdkafka refuses to abort a commit in progress
+                raise WriterError(
+                    f"the op log did not acknowledge the write within the write timeout: "
+                    f"{error.str()}"
+                ) from exc
+            self._abort(deadline)
             raise WriterError(f"the op log did not acknowledge the write: {error.str()}") from exc
         except BufferError as exc:
-            self._abort()
+            self._abort(deadline)
             raise WriterError(f"the producer queue is full: {exc}") from exc
 
     def _delivered(self, error: KafkaError | None, message: Message[Any, Any]) -> None:
@@ -152,18 +175,33 @@ class RegionWriter:
             topic = message.topic() or ""
             self.next_offsets[topic] = max(self.next_offsets.get(topic, 0), offset + 1)
 
-    def _abort(self) -> None:
-        """Abort the open transaction; when librdkafka cannot (a commit that timed out is still
-        in progress, the broker is unreachable), replace the producer instead."""
+    def _abort(self, deadline: float) -> None:
+        """Abort the open transaction by `deadline`; when librdkafka cannot (a commit that timed
+        out is still in progress, the broker is unreachable), the producer must be renewed
+        (`recover`) before the next transaction."""
         try:
-            self._producer.abort_transaction(self.timeout_s)
+            self._producer.abort_transaction(_left(deadline))
         except KafkaException as exc:
-            log.warning("abort_transaction failed (%s): replacing the producer", exc)
+            log.warning("abort_transaction failed (%s): the producer will be renewed", exc)
             self._renew_needed = True
-            try:
-                self._renew()
-            except WriterError as renew_exc:  # retried before the next transaction
-                log.warning("%s", renew_exc)
+
+    async def recover(self, superseded: Callable[[], str | None]) -> None:
+        """Make the writer usable again after a failed transaction, once the broker answers:
+        renew the producer if it must be, unless `superseded()` names a newer writer of this
+        shard (then this writer is fenced and raises WriterFenced). Raises WriterError while the
+        broker cannot be reached."""
+        await asyncio.get_running_loop().run_in_executor(self._thread, self._recover, superseded)
+
+    def _recover(self, superseded: Callable[[], str | None]) -> None:
+        if self.fenced:
+            raise WriterFenced(self._fenced_text())
+        if not self._renew_needed:
+            return
+        newer = superseded()
+        if newer is not None:
+            self.fenced = True
+            raise WriterFenced(newer)
+        self._renew()
 
     def _renew(self) -> None:
         """A new producer with the same transactional id: its init_transactions makes the
@@ -191,6 +229,13 @@ class RegionWriter:
         )
 
     def close(self) -> None:
+        if self._renew_needed:  # a transaction may be half-done: never flush into it
+            self.fenced = True
         self._thread.shutdown(wait=True)
         if not self.fenced:
             self._producer.flush(1.0)
+
+
+def _left(deadline: float) -> float:
+    """Seconds until `deadline`, at least a little (a call with 0 fails without trying)."""
+    return max(0.05, deadline - time.monotonic())

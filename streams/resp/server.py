@@ -86,12 +86,22 @@ class Traffic:
         self.bytes_in = self.bytes_out = self.reads = self.writes = 0
 
 
-class Held(NamedTuple):
-    """A reply that must not be sent before `until` resolves: to None (send `reply`) or to an
-    error that replaces it (the batch holding the command's ops failed)."""
+class Instead(NamedTuple):
+    """What a held reply's `until` resolves to when another reply must be sent in its place (a
+    read run again after the batch it waited for failed, `streams.node.dispatch`)."""
 
     reply: Reply
-    until: asyncio.Future[CommandError | None]
+
+
+Until = asyncio.Future[CommandError | None] | asyncio.Future[Instead | None]
+
+
+class Held(NamedTuple):
+    """A reply that must not be sent before `until` resolves: to None (send `reply`), to an
+    error that replaces it (the batch holding the command's ops failed), or to `Instead`."""
+
+    reply: Reply
+    until: Until
 
 
 Handler = Callable[[Session, list[bytes]], Awaitable[Reply | Held]]
@@ -161,12 +171,12 @@ class RespProtocol(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._flow: _Flow | None = None
         self._lost = False
-        self._outbox: deque[tuple[bytes, asyncio.Future[CommandError | None] | None]] = deque()
+        self._outbox: deque[tuple[bytes, Until | None]] = deque()
         """Encoded replies in request order, each with the commit it waits for (None: none)."""
         self._outbox_bytes = 0
         self._outbox_empty = asyncio.Event()
         self._outbox_empty.set()
-        self._watched: asyncio.Future[CommandError | None] | None = None
+        self._watched: Until | None = None
         RespProtocol._next_id += 1
         self.session = Session(RespProtocol._next_id)
 
@@ -335,7 +345,11 @@ class RespProtocol(asyncio.Protocol):
                         if until.cancelled()
                         else until.result()
                     )
-                    ready.append(data if failure is None else encode(failure, self.session.proto))
+                    if failure is None:
+                        ready.append(data)
+                    else:
+                        instead = failure.reply if isinstance(failure, Instead) else failure
+                        ready.append(encode(instead, self.session.proto))
                 else:
                     ready.append(data)
                 outbox.popleft()
