@@ -46,7 +46,7 @@ from streams.crdt.ops import (
     XAdd,
 )
 from streams.ids import StreamID
-from streams.ops.fast_xadd import XADD_FAST_PATH_FINGERPRINT, xadd_payload
+from streams.ops.fast_xadd import XADD_FAST_PATH_FINGERPRINT, xadd_from_payload, xadd_payload
 
 __all__ = [
     "CURRENT_SCHEMA",
@@ -379,6 +379,13 @@ class Codec:
         return datum
 
     def decode(self, data: bytes | None) -> Record:
+        if (
+            self._xadd_fast
+            and data is not None
+            and data[:_HEADER_LEN] == self._prefix
+            and (fast := xadd_from_payload(data, _HEADER_LEN)) is not None
+        ):
+            return fast
         datum = self.decode_datum(data)
         try:
             return from_datum(datum)

@@ -49,11 +49,12 @@ from streams.ops.codec import (
     EncodeError,
     decode,
     encode,
+    from_datum,
     headers,
     load_schema,
     to_datum,
 )
-from streams.ops.fast_xadd import XADD_FAST_PATH_FINGERPRINT
+from streams.ops.fast_xadd import XADD_FAST_PATH_FINGERPRINT, xadd_from_payload
 
 DATA = Path(__file__).parent / "data"
 PACKAGE_SCHEMAS = Path(codec.__file__).parent / "schemas"
@@ -543,3 +544,31 @@ def test_the_xadd_fast_path_refuses_what_fastavro_refuses(op: Op) -> None:
         DEFAULT_CODEC.encode(op)
     with pytest.raises(EncodeError):
         DEFAULT_CODEC.encode_datum(to_datum(op))
+
+
+def _slow_decode(data: bytes) -> Op | LocalOp:
+    return from_datum(DEFAULT_CODEC.decode_datum(data))
+
+
+@given(_xadd_ops)
+def test_the_xadd_fast_reader_reads_what_fastavro_reads(op: Op) -> None:
+    data = DEFAULT_CODEC.encode(op)
+    assert xadd_from_payload(data, 10) == _slow_decode(data) == op
+
+
+def test_the_xadd_fast_reader_takes_arrays_in_blocks_and_leaves_the_rest_to_fastavro() -> None:
+    op = Op(1, 7, ((2, 3), (3, 4)), 5, XAdd(b"k", (1, 2), (b"f", b"v", b"g", b"w")))
+    plain = DEFAULT_CODEC.encode(op)
+    # The same datum with its fields array written as two blocks, the second with a negative
+    # count and its byte size (both valid Avro that another writer may produce).
+    head = plain[: plain.index(b"\x08\x02f")]  # up to the fields array (count 4)
+    blocks = head + b"\x04\x02f\x02v" + b"\x03\x04\x02g\x02w" + b"\x00"
+    assert xadd_from_payload(blocks, 10) == _slow_decode(blocks) == op
+    assert decode(blocks) == op
+    # Not an XAdd, truncated, or trailing bytes: None here; fastavro decides (and says why).
+    local = DEFAULT_CODEC.encode(LocalOp(1, 1, 0, Ack(b"k", b"g", ((1, 1),))))
+    assert xadd_from_payload(local, 10) is None
+    assert xadd_from_payload(plain[:-1], 10) is None
+    assert xadd_from_payload(plain + b"\x00", 10) is None
+    with pytest.raises(DecodeError, match="trailing bytes"):
+        decode(plain + b"\x00")
