@@ -213,6 +213,8 @@ class Dispatcher:
             return refused, None, found, REJECTED
         if not self.auth.allows(client.user, found):
             denied = CommandError(auth.NOPERM_FMT.format(name=found.name))
+            if found.name == "exec" and client.transaction is None:  # Redis's rejectCommand
+                denied = CommandError(errors.EXECABORT_BECAUSE_FMT.format(reason=denied.text))
             return transactions.reject(client, args[0].lower(), denied), None, found, REJECTED
         builtin = router.builtin_name(found)
         tx = client.transaction
