@@ -213,6 +213,7 @@ class GroupConsumer:
             await self._acks.flush(self._ep)
         except Exception as exc:
             log.warning("%s: %d acks not sent at close (%s)", self.consumer, len(self._acks), exc)
+        self._runner.close()
         await self.endpoints.close()
 
     async def __aenter__(self) -> GroupConsumer:
@@ -347,6 +348,7 @@ class GroupConsumer:
                 entry_id = _text(raw_id)
                 attempt = again[entry_id] + 1
                 self.metrics.redelivered(entry_id, attempt)
+                self._seen.add(entry_id)
                 batch.append((entry_id, parse_fields(flat), attempt))
             await self._handle_batch(ep, batch)  # not started on stop(): stay in our PEL
             for entry_id in again:
@@ -445,7 +447,6 @@ class GroupConsumer:
         because `stop()` was asked."""
         todo: list[Entry] = []
         for entry_id, fields, attempt in batch:
-            self._seen.add(entry_id)
             idk = fields.get(IDK_FIELD)
             if b"id:" + entry_id.encode() in self._done or (idk and b"idk:" + idk in self._done):
                 self._acks.add(ep, entry_id, None)  # handled before a failover: ack only

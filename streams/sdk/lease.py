@@ -42,11 +42,10 @@ async def renew(
     """Renew the claims of `ids` every `every_s` until cancelled (when their handlers have
     returned) or none is ours any more. `page` bounds the XPENDING reply: at least how many of
     this consumer's entries may lie within the batch's ID range."""
-    ordered = sorted(ids, key=id_key)
-    first, last = ordered[0], ordered[-1]
+    await asyncio.sleep(every_s)  # most batches are done by then: no work before it
+    first, last = min(ids, key=id_key), max(ids, key=id_key)
     held = set(ids)
     while held:
-        await asyncio.sleep(every_s)
         try:
             rows = await ep.cmd(stream, "XPENDING", stream, group, first, last, page, consumer)
             mine = {text(r[0]) for r in rows} & held
@@ -75,3 +74,4 @@ async def renew(
             raise
         except Exception as exc:  # the loop notices a dead endpoint itself
             log.warning("lease renewal of %d entries failed: %s", len(held), exc)
+        await asyncio.sleep(every_s)
