@@ -71,10 +71,12 @@ class KafkaLog:
         skip_records: frozenset[RecordAt] = frozenset(),
         regions: Mapping[int, str] | None = None,
         replication: Replication | None = None,
+        keys: Mapping[int, bytes] | None = None,
     ) -> None:
         """`regions`: every region of the topology, id -> name: records of any other origin,
         or in another region's op log, are refused (`streams.node.trust`). `replication`: of
-        the topics this node creates (the topology's; default the broker's)."""
+        the topics this node creates (the topology's; default the broker's). `keys`: per region id,
+        the key its records are signed with (`streams.node.trust`)."""
         self.bootstrap = bootstrap
         self.replication = replication or Replication()
         self.record_limit = TOPIC_MAX_MESSAGE_BYTES
@@ -84,6 +86,7 @@ class KafkaLog:
         self.shards = shards
         self.skip_records = skip_records
         self.regions = dict(regions) if regions is not None else {region_id: region_name}
+        self.keys = dict(keys or {})
         self.oplog_topic = oplog_topic(region_name)
         self.local_topic = local_topic(region_name)
         self.snapshot_topic = snapshot_topic(region_name)
@@ -123,6 +126,7 @@ class KafkaLog:
             self.local_topic,
             shard=shard,
             shards=self.shards,
+            signing_key=self.keys.get(self.region_id),
         )
 
     def reader(self, shard: int, spec: ReaderSpec) -> Materializer:
@@ -139,7 +143,7 @@ class KafkaLog:
             else frozenset({self.oplog_topic, self.local_topic}),
             skip_records=self.skip_records,
             partition=shard,
-            gate=RecordGate(self.regions, self.region_id),
+            gate=RecordGate(self.regions, self.region_id, self.keys),
         )
 
     def snapshots(self, shard: int) -> KafkaSnapshots:

@@ -42,7 +42,7 @@ from typing import Any
 from confluent_kafka import KafkaException, Message
 
 from streams.crdt import ops
-from streams.node.trust import RecordGate, UntrustedRecord
+from streams.node.trust import ForgedRecord, RecordGate, UntrustedRecord
 from streams.ops.codec import DecodeError, decode
 from topology.kafka import Pacing, Partition
 from topology.paced import PacedConsumer
@@ -251,6 +251,10 @@ class Materializer:
                     remember=not named,
                     headers=msg.headers(),
                 )
+            except ForgedRecord as exc:
+                self.records_skipped += 1
+                log.warning("%s: skipped: %s", self.name, exc)
+                return None
             except UntrustedRecord as exc:
                 if not named:
                     raise

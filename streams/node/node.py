@@ -145,6 +145,7 @@ class RegionNode:
             options.skip_records,
             regions={r.id: r.name for r in topology.regions},
             replication=Replication(topology.replication_factor, topology.min_insync_replicas),
+            keys={r.id: bytes.fromhex(r.signing_key) for r in topology.regions if r.signing_key},
         )
         self.presence: Presence | None = None
         """Announcements and takeover watch (`streams.node.presence`); on Kafka only."""

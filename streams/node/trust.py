@@ -28,11 +28,12 @@ place, and a named record that meets no such rival by the end of catching up sto
 Records are authenticated when the topology gives a region a `signing_key`: its writer adds
 an HMAC-SHA256 of each record's value in the `streams.sig` header (`sign`), and every reader
 refuses that region's records without it or with a wrong one, so a producer with broker access
-but no key cannot forge the region's ops. The value holds the dot and the origin, so a signed
-record copied elsewhere is a duplicate or refused by the checks above. Without keys, a forged op
-under a dot its region's writer uses next is caught by the dot check once the real op arrives,
-but one under a dot far ahead is not; Kafka ACLs (only a region's principal writes its topics)
-are what keeps such producers out (docs/reliability.md).
+but no key cannot forge the region's ops: such a record is skipped, counted and logged (it
+cannot be real, so nothing is lost and replication goes on). The value holds the dot and the
+origin, so a signed record copied elsewhere is a duplicate or refused by the checks above.
+Without keys, a forged op under a dot its region's writer uses next is caught by the dot check
+once the real op arrives, but one under a dot far ahead is not; Kafka ACLs (only a region's
+principal writes its topics) are what keeps such producers out (docs/reliability.md).
 """
 
 from __future__ import annotations
@@ -59,6 +60,20 @@ class UntrustedRecord(RuntimeError):
             f"{reason}; the materializer stopped (this record and what follows it were not "
             f"applied; if this record carries no op, restart the node with --skip-record "
             f"{topic}:{partition}:{offset})"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+
+class ForgedRecord(UntrustedRecord):
+    """A record of a region that signs its records, without its signature or with a wrong one:
+    certainly not written by the region's writer, so it is skipped (and counted and logged)
+    rather than stopping the reader; nothing real is lost by skipping it."""
+
+    def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
+        RuntimeError.__init__(
+            self, f"the record at topic {topic} partition {partition} offset {offset}: {reason}"
         )
         self.topic = topic
         self.partition = partition
@@ -151,7 +166,7 @@ class RecordGate:
         if key is not None:
             found = _signature_of(headers)
             if found is None or not hmac.compare_digest(found, signature(key, value)):
-                raise UntrustedRecord(
+                raise ForgedRecord(
                     topic,
                     partition,
                     offset,

@@ -31,6 +31,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from streams.node.trust import signed
 from streams.ops.codec import Sealed
 from topology import kafka
 
@@ -68,8 +69,13 @@ class RegionWriter:
         *,
         shard: int = 0,
         shards: int = 1,
+        signing_key: bytes | None = None,
     ) -> None:
+        """`signing_key`: the region's key (topology `signing_key`); each record then carries
+        its HMAC in a header, and readers refuse the region's records without it
+        (`streams.node.trust`)."""
         self.region_name = region_name
+        self.signing_key = signing_key
         self.partition = shard
         self.name = region_name if shards == 1 else f"{region_name} shard {shard}"
         self.oplog_topic = oplog_topic
@@ -131,6 +137,7 @@ class RegionWriter:
         producer = self._producer
         try:
             producer.begin_transaction()
+            key = self.signing_key
             for topic, records in ((self.oplog_topic, replicated), (self.local_topic, local)):
                 last = len(records) - 1
                 for i, record in enumerate(records):
@@ -139,7 +146,9 @@ class RegionWriter:
                         partition=self.partition,
                         key=record.key,
                         value=record.value,
-                        headers=record.headers,
+                        headers=record.headers
+                        if key is None
+                        else signed(record.headers, key, record.value),
                         on_delivery=self._delivered if i == last else None,
                     )
             if self.fail_next > 0:

@@ -11,6 +11,7 @@ that are no region; the operator skips the forged record and the real write is p
 from __future__ import annotations
 
 import re
+import secrets
 import time
 
 import redis
@@ -19,7 +20,10 @@ from confluent_kafka import Message, Producer
 from faults.workload import crdt_info
 from streams.crdt import ops
 from streams.ops.codec import seal
+from topology.broker import EmbeddedBroker
+from topology.config import RegionConfig, Topology
 from topology.local import LocalTopology
+from topology.ports import free_port
 
 
 def produce_op(bootstrap: str, topic: str, op: ops.Op) -> int:
@@ -101,3 +105,46 @@ def test_an_op_from_a_region_no_topology_has_is_refused() -> None:
         assert "r1.oplog partition 0 offset 0:" in error and "region id 9" in error, error
         assert b"r9" not in c2.execute_command("CRDT.VECTOR")
         assert c2.exists(b"victim") == 0
+
+
+def test_with_signing_keys_an_unsigned_record_is_skipped_and_the_real_write_applied() -> None:
+    """Regions with a `signing_key`: their writers sign every record, and a record without the
+    signature (a producer with broker access but no key) is skipped and counted, never
+    applied, while the real write under the same dot is."""
+    brokers = [EmbeddedBroker(f"signed-r{i}") for i in (1, 2)]
+    try:
+        for broker in brokers:
+            broker.start()
+        topology = Topology(
+            regions=tuple(
+                RegionConfig(
+                    f"r{i}",
+                    i,
+                    broker.bootstrap,
+                    free_port(),
+                    alias=f"c{i}",
+                    signing_key=secrets.token_hex(32),
+                )
+                for i, broker in enumerate(brokers, start=1)
+            )
+        )
+        with LocalTopology(external=topology, manual_sync=True) as topo:
+            c1, c2 = topo.client(1), topo.client(2)
+            c1.xadd(b"victim", {b"n": b"0"})
+            topo.sync()
+            nxt = applied_seq(c1, 1) + 1
+            forged = ops.Op(1, nxt, (), 1, ops.XAdd(b"victim", (1, 1), (b"forged", b"1")))
+            produce_op(topo.bootstrap[1], "r1.oplog", forged)
+            real_id = c1.xadd(b"victim", {b"real": b"1"})
+            topo.sync()
+            assert c2.xrange(b"victim")[-1] == (real_id, {b"real": b"1"})
+            info = crdt_info(c2)
+            assert info["materializer_error"] == "" and info["records_skipped"] == "1"
+            assert "is not signed" in topo.node_log(2)
+            # A restarted r1 reads its own log past the forged record too.
+            topo.kill_node(1)
+            topo.start_node(1)
+            assert topo.client(1).xrange(b"victim")[-1] == (real_id, {b"real": b"1"})
+    finally:
+        for broker in brokers:
+            broker.stop()

@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from streams.crdt import ops
-from streams.node.trust import WINDOW, RecordGate, UntrustedRecord, signed, topic_region
+from streams.node.trust import (
+    WINDOW,
+    ForgedRecord,
+    RecordGate,
+    UntrustedRecord,
+    signed,
+    topic_region,
+)
 from streams.ops.codec import encode
 from topology.config import RegionConfig, Topology, TopologyError, dumps, loads
 
@@ -76,11 +83,11 @@ def test_a_region_with_a_key_has_its_records_refused_unsigned_or_wrongly_signed(
     op = xadd(1, 1)
     value = encode(op)
     gate.check("r1.oplog", 0, 0, value, op, headers=signed([("origin", b"1")], KEY, value))
-    with pytest.raises(UntrustedRecord, match="is not signed"):
+    with pytest.raises(ForgedRecord, match="is not signed"):
         gate.check("r1.oplog", 0, 1, encode(xadd(1, 2)), xadd(1, 2), headers=[])
     forged = xadd(1, 3)
     wrong = signed([], bytes.fromhex("22" * 32), encode(forged))
-    with pytest.raises(UntrustedRecord, match="wrong signature"):
+    with pytest.raises(ForgedRecord, match="wrong signature"):
         gate.check("r1.oplog", 0, 2, encode(forged), forged, headers=wrong)
     other = xadd(2, 1)  # r2 has no key: its records are not checked for one
     gate.check("r2.oplog", 0, 0, encode(other), other, headers=None)
