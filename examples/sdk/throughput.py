@@ -13,10 +13,12 @@ every reader meets the same entries, one reader at a time:
 Targets, in the same run: one region of a local topology (an embedded Tansu broker and one node,
 started here unless `--endpoint` names a node) and, for scale, a redis-server with `appendonly
 yes` and `appendfsync always` started here (skipped with `--no-redis` or when redis-server is
-not installed). Output: one table row per target and reader, entries/s and the ratio to the
-plain loop on the same target.
+not installed). Output: one table row per target, round and reader, entries/s and the ratio to
+the plain loop of the same round; with `--rounds N` (readers taken in turn, N times: this
+machine's noise is larger than the differences) also each reader's median.
 
     python examples/sdk/throughput.py                      # 100,000 entries
+    python examples/sdk/throughput.py --rounds 3           # as in docs/benchmarks.md
     python examples/sdk/throughput.py --entries 5000 --no-redis
 """
 
@@ -26,6 +28,7 @@ import argparse
 import contextlib
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -112,32 +115,44 @@ def group_consumers(url: str, group: str, entries: int, consumers: int, concurre
     return entries / elapsed
 
 
-def measure(name: str, url: str, entries: int, concurrency: int) -> None:
+def measure(name: str, url: str, entries: int, concurrency: int, rounds: int) -> None:
+    """Every reader over the same stream, `rounds` times in turn (the machine's noise shows in
+    the spread), then the median of each reader's rounds."""
     client = redis.Redis.from_url(url)
     client.delete(STREAM)
     fill(client, entries)
-    rows: list[tuple[str, Callable[[str], float]]] = [
+    readers: list[tuple[str, Callable[[str], float]]] = [
         ("plain loop", lambda g: plain_loop(client, g, entries)),
         ("GroupConsumer x1", lambda g: group_consumers(url, g, entries, 1, 1)),
         ("GroupConsumer x3", lambda g: group_consumers(url, g, entries, 3, 1)),
     ]
     if concurrency > 1:
-        rows.append(
+        readers.append(
             (
                 f"GroupConsumer x1, concurrency {concurrency}",
                 lambda g: group_consumers(url, g, entries, 1, concurrency),
             )
         )
-    plain = 0.0
-    for n, (reader, run) in enumerate(rows):
-        group = f"g{n}"
-        client.xgroup_create(STREAM, group, "0")
-        rate = run(group)
-        plain = plain or rate
-        pending = client.xpending(STREAM, group)["pending"]
-        if pending:
-            raise SystemExit(f"throughput: {reader} left {pending} entries pending")
-        print(f"{name:<26} {reader:<32} {rate:>10,.0f} {rate / plain:>8.2f}x", flush=True)
+    rates: dict[str, list[float]] = {reader: [] for reader, _ in readers}
+    for r in range(rounds):
+        plain = 0.0
+        for n, (reader, run) in enumerate(readers):
+            group = f"g{r}-{n}"
+            client.xgroup_create(STREAM, group, "0")
+            rate = run(group)
+            plain = plain or rate
+            pending = client.xpending(STREAM, group)["pending"]
+            if pending:
+                raise SystemExit(f"throughput: {reader} left {pending} entries pending")
+            rates[reader].append(rate)
+            label = f"{name} #{r + 1}" if rounds > 1 else name
+            print(f"{label:<28} {reader:<32} {rate:>10,.0f} {rate / plain:>8.2f}x", flush=True)
+    if rounds > 1:
+        plain = statistics.median(rates["plain loop"])
+        for reader, values in rates.items():
+            mid = statistics.median(values)
+            label = f"{name} median"
+            print(f"{label:<28} {reader:<32} {mid:>10,.0f} {mid / plain:>8.2f}x", flush=True)
     client.delete(STREAM)
     client.close()
 
@@ -183,25 +198,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--concurrency", type=int, default=8, help="an extra row with handlers K at a time (1: no)"
     )
+    parser.add_argument("--rounds", type=int, default=1, help="every reader this many times")
     parser.add_argument("--no-redis", action="store_true", help="skip the redis-server rows")
     args = parser.parse_args(argv)
     if args.entries < 1:
         parser.error("--entries must be >= 1")
     if args.concurrency < 1:
         parser.error("--concurrency must be >= 1")
+    if args.rounds < 1:
+        parser.error("--rounds must be >= 1")
     print(f"{args.entries:,} entries per reader")
-    print(f"{'target':<26} {'reader':<32} {'entries/s':>10} {'vs plain':>9}", flush=True)
+    print(f"{'target':<28} {'reader':<32} {'entries/s':>10} {'vs plain':>9}", flush=True)
     if args.endpoint:
-        measure("region node", args.endpoint, args.entries, args.concurrency)
+        measure("region node", args.endpoint, args.entries, args.concurrency, args.rounds)
     else:
         from topology.local import LocalTopology
 
         with LocalTopology(regions=1) as topo:
             url = f"redis://127.0.0.1:{topo.ports[1]}"
-            measure("region node (1 region)", url, args.entries, args.concurrency)
+            measure("region node (1 region)", url, args.entries, args.concurrency, args.rounds)
     if not args.no_redis and shutil.which("redis-server"):
         with durable_redis() as url:
-            measure("redis-server fsync always", url, args.entries, args.concurrency)
+            measure("redis-server fsync always", url, args.entries, args.concurrency, args.rounds)
     return 0
 
 
