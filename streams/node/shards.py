@@ -17,6 +17,7 @@ own transaction, and other regions may apply the parts at different moments. Wit
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Iterable, Sequence
 
 from streams import slots
@@ -37,6 +38,10 @@ from streams.ops.codec import EncodeError
 from streams.reply import Reply
 from streams.resp.server import Held
 from topology.kafka import batch_bytes
+
+LARGE_REQUEST_BYTES = 1024 * 1024
+"""A request whose arguments add up to more may carry an op too large for the log: its ops'
+bytes are counted before they are encoded (smaller ones are only measured once encoded)."""
 
 
 class ShardSet:
@@ -86,7 +91,8 @@ class ShardSet:
         result = run(cmd, ctx, args)
         effects = result.effects
         if effects:
-            refused = self._issue(effects, ctx.now_ms)
+            large = sum(map(len, args)) > LARGE_REQUEST_BYTES
+            refused = self._issue(effects, ctx.now_ms, large)
             if refused is not None:
                 return Ran(refused, None, involved)
         return Ran(result.reply, result.block, involved)
@@ -126,10 +132,14 @@ class ShardSet:
                 total[origin] = total.get(origin, 0) + seq
         return total
 
-    def _issue(self, effects: list[ops.Body], now_ms: int) -> CommandError | None:
+    def _issue(
+        self, effects: list[ops.Body], now_ms: int, large: bool = False
+    ) -> CommandError | None:
         """Issue a command's ops on their shards, or refuse them all (a shard refusing writes,
-        an op that cannot be encoded): every shard's part is numbered and encoded before any is
-        applied."""
+        an op that cannot be encoded, a record the log would not take): every shard's part is
+        numbered and encoded before any is applied. `large`: the request was big enough that an
+        op may not fit; its bytes are counted before encoding, so a 70 MB value is refused
+        without spending the event loop's time on encoding it."""
         if len(self.shards) == 1:
             by_shard = {self.shards[0].index: effects}
         else:
@@ -143,6 +153,12 @@ class ShardSet:
                 refused = shard.write_refusal()
                 if refused is not None:
                     return refused
+            limit = shard.setup.log.record_limit
+            if large:
+                for body in bodies:
+                    floor = _payload_bytes(body)
+                    if floor > limit:
+                        return _too_large(f"at least {floor}", limit)
             try:
                 issued = shard.prepare(bodies, now_ms)
             except EncodeError as exc:
@@ -163,11 +179,27 @@ def _oversized(issued: Issued, limit: int) -> CommandError | None:
     for sealed in (*issued.records, *issued.local_records):
         size = batch_bytes(sealed.key, sealed.value, sealed.headers)
         if size > limit:
-            return CommandError(
-                f"ERR the write is too large for the op log, nothing was applied: its record"
-                f" takes {size} bytes, the log takes at most {limit} (max.message.bytes)"
-            )
+            return _too_large(str(size), limit)
     return None
+
+
+def _too_large(size: str, limit: int) -> CommandError:
+    return CommandError(
+        f"ERR the write is too large for the op log, nothing was applied: its record takes"
+        f" {size} bytes, the log takes at most {limit} (max.message.bytes)"
+    )
+
+
+def _payload_bytes(value: object) -> int:
+    """The bytes an op body carries (its key, field names and values, ...): a lower bound of its
+    encoded record, since the encoding writes every byte string whole."""
+    if isinstance(value, bytes):
+        return len(value)
+    if isinstance(value, tuple | list):
+        return sum(_payload_bytes(item) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sum(_payload_bytes(getattr(value, f.name)) for f in dataclasses.fields(value))
+    return 0
 
 
 def _all_of(outcomes: list[Outcome]) -> Outcome:
