@@ -44,6 +44,11 @@ LARGE_REQUEST_BYTES = 1024 * 1024
 bytes are counted before they are encoded (smaller ones are only measured once encoded)."""
 
 
+HEADERS_ROOM = 4096
+"""More than an op record's headers and batch framing ever take (a few short ASCII headers,
+`streams.ops.codec.headers`): a record whose key and value leave this much room fits."""
+
+
 class ShardSet:
     def __init__(
         self,
@@ -96,6 +101,23 @@ class ShardSet:
             if refused is not None:
                 return Ran(refused, None, involved)
         return Ran(result.reply, result.block, involved)
+
+    def committed(self, cmd: Command, args: list[bytes]) -> Ran | None:
+        """A read of one shard run on the state its log holds, when a write batch of that shard
+        is slow to commit (`Shard.committed_view`): answered at once, never held. None when the
+        live state may be read (and the reply held as usual), or the read spans shards."""
+        involved = self.involved(cmd, args)
+        if len(involved) != 1 or "readonly" not in cmd.flags:
+            return None
+        shard = self.by_index[next(iter(involved))]
+        view = shard.committed_view() if shard.read_refusal() is None else None
+        if view is None:
+            return None
+        region = shard.replica.region
+        result = run(cmd, Context(view, region.id, region.mode, self.clock.now_ms()), args)
+        if result.effects:
+            return None
+        return Ran(result.reply, result.block, frozenset())
 
     def hold(self, reply: Reply, shards: frozenset[int] | None) -> Reply | Held:
         chosen = self.shards if shards is None else [self.by_index[i] for i in sorted(shards)]
@@ -176,10 +198,14 @@ def _oversized(issued: Issued, limit: int) -> CommandError | None:
     """The refusal of a command one of whose records the log would not take: checked here, per
     command, so the writer never meets a record its broker refuses (which failed the whole batch
     of every client and sent the node into a reload)."""
-    for sealed in (*issued.records, *issued.local_records):
-        size = batch_bytes(sealed.key, sealed.value, sealed.headers)
-        if size > limit:
-            return _too_large(str(size), limit)
+    quick = limit - HEADERS_ROOM
+    for records in (issued.records, issued.local_records):
+        for sealed in records:
+            if len(sealed.key) + len(sealed.value) <= quick:
+                continue  # far from the limit (nearly always): not worth a byte count
+            size = batch_bytes(sealed.key, sealed.value, sealed.headers)
+            if size > limit:
+                return _too_large(str(size), limit)
     return None
 
 
