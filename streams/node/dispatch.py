@@ -33,6 +33,9 @@ from streams.resp.server import Held, Instead, Session, Until
 
 log = logging.getLogger(__name__)
 
+SLOW_READ_S = 0.025
+"""A read waiting this long for a write batch runs again on the state the log holds
+(`Backend.committed`): the batch is slow, the broker may be away."""
 READ_AGAIN_LIMIT = 3
 """How often a read runs again when the batches it waited for keep failing (after a failure the
 write path refuses at once, so a second failure is rare and a third one rarer)."""
@@ -61,6 +64,12 @@ class Backend(Protocol):
         ...
 
     def execute(self, cmd: Command, args: list[bytes]) -> Ran: ...
+
+    def committed(self, cmd: Command, args: list[bytes]) -> Ran | None:
+        """A read run on the state the log holds, answered without waiting, when that differs
+        from the live state because a write batch is slow to commit; None otherwise (then
+        `execute`)."""
+        ...
 
     def hold(self, reply: Reply, shards: frozenset[int] | None) -> Reply | Held:
         """`reply`, held until the write batches of `shards` pending now are committed."""
@@ -112,7 +121,9 @@ class Dispatcher:
         self.builtins: dict[str, Builtin] = {}
         """The handlers of `router.BUILTINS`, bound by the owner (`bind`)."""
         self._rereads: set[asyncio.Task[None]] = set()
-        """Reads running again after the batch they waited for failed."""
+        """Reads running again after the batch they waited for failed or was slow."""
+        self._own_writes: dict[int, Until] = {}
+        """Per client (by id), its newest write waiting for its batch."""
 
     def bind(self, handlers: dict[str, Builtin]) -> None:
         self.builtins = router.bind(handlers)
@@ -130,36 +141,61 @@ class Dispatcher:
             client.blocked_ns = 0
         self.stats.record(client, cmd, what, args, reply, ran)
         held = self.backend.hold(reply, shards)
-        if (
-            isinstance(held, Held)
-            and what == EXECUTED
-            and shards is not None
-            and cmd is not None
-            and "readonly" in cmd.flags
-        ):
-            return Held(reply, self._read_again_if_failed(held.until, cmd, args, client))
+        if isinstance(held, Held) and what == EXECUTED and shards is not None and cmd is not None:
+            if "readonly" in cmd.flags:
+                return Held(reply, self._read_again_if_needed(held.until, cmd, args, client))
+            self._note_own_write(client, held.until)
         return held
 
-    def _read_again_if_failed(
+    def _note_own_write(self, client: Client, until: Until) -> None:
+        """The client's newest write waiting for its batch: its later reads must see it, so they
+        wait for the batch rather than be answered from the state without it."""
+        key = id(client)
+        self._own_writes[key] = until
+
+        def done(_f: Until) -> None:
+            if self._own_writes.get(key) is until:
+                del self._own_writes[key]
+
+        until.add_done_callback(done)
+
+    def _read_again_if_needed(
         self, until: Until, cmd: Command, args: list[bytes], client: Client
     ) -> asyncio.Future[Instead | None]:
         """A read's reply waits for the write batches it may have seen (`until`). If one failed,
         the ops it may have seen were undone (`streams.node.undo`): the read runs again on that
-        state and its new reply is sent instead. A read never answers with a write's error."""
+        state and its new reply is sent instead; a read never answers with a write's error. If
+        the batch is slow (SLOW_READ_S: the broker stalls), the read runs again on the state the
+        log holds and is answered at once (`Backend.committed`), unless the client's own write
+        is among those pending (it must see it)."""
         loop = asyncio.get_running_loop()
         out: asyncio.Future[Instead | None] = loop.create_future()
+        running: list[asyncio.Task[None]] = []
+
+        def again() -> None:
+            if running or out.done():
+                return
+            task = loop.create_task(self._read_again(out, cmd, args, client))
+            running.append(task)
+            self._rereads.add(task)
+            task.add_done_callback(self._rereads.discard)
+
+        own = self._own_writes.get(id(client))
+        timer = None if own is not None else loop.call_later(SLOW_READ_S, again)
 
         def done(outcome: Until) -> None:
+            if timer is not None:
+                timer.cancel()
             if out.done():
                 return
             if outcome.cancelled():
                 out.cancel()
             elif outcome.result() is None:
-                out.set_result(None)
+                out.set_result(None)  # the reply computed first shows only committed ops now
+                for task in running:
+                    task.cancel()
             else:
-                task = loop.create_task(self._read_again(out, cmd, args, client))
-                self._rereads.add(task)
-                task.add_done_callback(self._rereads.discard)
+                again()
 
         until.add_done_callback(done)
         return out
@@ -171,13 +207,26 @@ class Dispatcher:
             f"ERR the write batches this read saw failed {READ_AGAIN_LIMIT} times in a row; "
             "nothing was read, try again"
         )
+        failures = 0
         try:
-            for _attempt in range(READ_AGAIN_LIMIT):
+            while failures < READ_AGAIN_LIMIT:
+                ran = self.backend.committed(cmd, args)
+                if ran is not None and ran.block is None:
+                    reply = ran.reply
+                    break
                 answer, shards = await self._run(cmd, args, client)
                 held = self.backend.hold(answer, shards)
-                if not isinstance(held, Held) or await asyncio.shield(held.until) is None:
+                if not isinstance(held, Held):
                     reply = answer
                     break
+                try:
+                    failed = await asyncio.wait_for(asyncio.shield(held.until), SLOW_READ_S)
+                except TimeoutError:
+                    continue
+                if failed is None:
+                    reply = answer
+                    break
+                failures += 1
         except Exception:
             reply = CommandError("ERR internal error, see the node's log")
             log.exception("running %r again after a failed write batch failed", args[:1])

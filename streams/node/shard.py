@@ -36,7 +36,7 @@ from streams.node.oplog import OpLog
 from streams.node.replica import Issued, Replica
 from streams.node.snapshotter import Pause, SnapshotPolicy, Snapshotter
 from streams.node.tasks import Tasks
-from streams.node.undo import Journal
+from streams.node.undo import CommittedView, Journal
 from streams.node.waiters import Waiters
 from streams.node.writepath import DEFAULT_WRITE_TIMEOUT_S, Outcome, WriteBatch, WritePath
 from streams.node.writer import WriterError, WriterFenced
@@ -48,6 +48,10 @@ TOMBSTONE_GC_S = 5.0
 STOP_TIMEOUT_S = 15.0
 
 LOADING = CommandError(errors.LOADING)
+
+SLOW_COMMIT_S = 0.025
+"""A batch in flight longer than this is slow (the broker stalls): reads are then answered from
+the state the log holds (`committed_view`) instead of waiting for it. Commits take a few ms."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,10 @@ class Shard:
         self.writer_name = (
             setup.region_name if setup.shards == 1 else f"{setup.region_name} shard {index}"
         )
+        self._view: CommittedView | None = None
+        self._view_of: tuple[int, ...] = ()
+        """What `_view` was made of (replica, batches, their op counts): a new one after any
+        change."""
         self.tombstones_collected = 0
         self._next_gc = time.monotonic() + TOMBSTONE_GC_S
         self._tasks = Tasks()
@@ -172,6 +180,28 @@ class Shard:
     def pending(self) -> Outcome | None:
         return self.writepath.pending()
 
+    def committed_view(self) -> CommittedView | None:
+        """The keyspace as the log holds it, when a batch has been in flight for SLOW_COMMIT_S
+        (the broker stalls): the pending batches' ops undone on copies (`streams.node.undo`).
+        None otherwise: the live state is then read, and a read that saw a pending op waits
+        for it, which is short."""
+        since = self.writepath.in_flight_since
+        if since is None or time.monotonic() - since < SLOW_COMMIT_S:
+            return None
+        batches = self.writepath.pending_batches()
+        journals = [b.journal for b in batches if b.journal is not None]
+        made_of = (
+            id(self.replica),
+            *(id(j) for j in journals),
+            *(len(j.records) for j in journals),
+        )
+        if self._view is None or made_of != self._view_of:
+            self._view = CommittedView(self.replica.region.state, journals)
+            self._view_of = made_of
+        for batch in batches:
+            batch.viewed = True
+        return self._view
+
     def flush_ack_effects(self) -> int:
         """Issue the consecutive-XACK effects held back for coalescing into the open batch."""
         if self.write_refusal() is not None:
@@ -183,6 +213,9 @@ class Shard:
 
     def _committed(self, batch: WriteBatch) -> None:
         self.replica.committed(batch.replicated)
+        if batch.viewed and batch.journal is not None:  # readers were shown the state without it
+            self.replica.waiters.wake(batch.journal.keys())
+        self._view = None
 
     def taken_over(self, text: str) -> None:
         """Another node announced itself as this shard's writer: its registration fenced this
@@ -199,6 +232,7 @@ class Shard:
         """Batches did not commit: the state holds ops the log may not. Undo them (reads go on
         from the state the log holds), refuse writes, and re-read the log in the background
         (the log decides whether the failed batch landed)."""
+        self._view = None
         self.replica.undo([b.journal for b in batches if b.journal is not None])
         if isinstance(exc, WriterFenced) and self.fenced_by is None:
             self.fenced_by = str(exc)

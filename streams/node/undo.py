@@ -14,6 +14,12 @@ three counters). The rarer ops (DEL, XDEL, XTRIM, XSETID, group create/destroy, 
 and the local ops of XREADGROUP/XACK/XCLAIM...) keep a copy of what they touch, once per batch:
 the key for the replicated ones, the group for the local ones; their undo puts the copy back.
 
+The same records serve reads while a batch is slow to commit (the broker stalls): a
+`CommittedView` is the keyspace with the pending batches' ops undone on private copies of the
+keys they touched, so a read is answered at once from what the log holds instead of waiting for
+the commit (`streams.node.shard.Shard.committed_view`). Only the touched keys a read asks for
+are copied, and only while a batch is slow.
+
 One approximation, on the failure path only: a copy put back also drops what another region's ops
 applied to that key after it was taken. The state then shows less than the log holds, never
 more, and the reload that follows a failed batch replaces it with the log's.
@@ -22,13 +28,13 @@ more, and the reload that follows a failed batch replaces it with the log's.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from streams.crdt import ops
 from streams.crdt.groups import Group
 from streams.crdt.region import Region
 from streams.crdt.state import KeyState, State
-from streams.ids import StreamID
+from streams.ids import MIN_ID, StreamID
 
 
 class _XAdd:
@@ -55,6 +61,10 @@ class _XAdd:
         assert self.last_id is not None
         ks.last_id, ks.entries_added = self.last_id, self.added
 
+    def undo_private(self, state: State) -> None:
+        """`undo` on a state whose objects are private copies (a view's)."""
+        self.undo(state)
+
 
 class _Key:
     """A key as it was before an op that may change any part of it."""
@@ -72,6 +82,13 @@ class _Key:
         else:
             state.keys[self.key] = self.saved
 
+    def undo_private(self, state: State) -> None:
+        """`undo` leaving the saved copy as it is (a view may mutate what it puts back)."""
+        if self.saved is None:
+            state.keys.pop(self.key, None)
+        else:
+            state.keys[self.key] = copy_key(self.saved)
+
 
 class _Group:
     """A group as it was before a local op (or the ack effect) changed it."""
@@ -85,6 +102,11 @@ class _Group:
         ks = state.keys.get(self.key)
         if ks is not None:
             ks.groups[self.name] = self.saved
+
+    def undo_private(self, state: State) -> None:
+        ks = state.keys.get(self.key)
+        if ks is not None:
+            ks.groups[self.name] = self.saved.copy()
 
 
 def copy_key(ks: KeyState) -> KeyState:
@@ -104,12 +126,14 @@ def copy_key(ks: KeyState) -> KeyState:
 class Journal:
     """What one batch's ops changed, in the order they were applied."""
 
-    __slots__ = ("records", "copied", "own_seq", "local_seq")
+    __slots__ = ("records", "copied", "groups", "own_seq", "local_seq")
 
     def __init__(self, region: Region) -> None:
         self.records: list[_XAdd | _Key | _Group] = []
         self.copied: set[bytes] = set()
         """Keys copied whole in this batch: a later op on them needs no record of its own."""
+        self.groups: set[tuple[bytes, bytes]] = set()
+        """Groups copied in this batch (likewise)."""
         self.own_seq = region.causal.applied.get(region.id, 0)
         self.local_seq = region.local_seq
 
@@ -122,20 +146,21 @@ class Journal:
         if isinstance(body, ops.XAdd):
             self.records.append(_XAdd(state, op, body))
         elif isinstance(body, ops.AckEffect):
-            group = state.group(key, body.group)
-            if group is not None:
-                self.records.append(_Group(key, group))
+            self._group(state, key, body.group)
         else:
             self.records.append(_Key(state, key))
             self.copied.add(key)
 
     def before_local(self, state: State, record: ops.LocalOp) -> None:
         body = record.body
-        if body.key in self.copied:
-            return
-        group = state.group(body.key, body.group)
-        if group is not None:  # else the op changes nothing (its group is gone)
-            self.records.append(_Group(body.key, group))
+        if body.key not in self.copied:
+            self._group(state, body.key, body.group)
+
+    def _group(self, state: State, key: bytes, name: bytes) -> None:
+        group = state.group(key, name)
+        if group is not None and (key, name) not in self.groups:  # else it changes nothing
+            self.records.append(_Group(key, group))
+            self.groups.add((key, name))
 
     def keys(self) -> set[bytes]:
         return {r.key for r in self.records}
@@ -162,3 +187,66 @@ def undo_all(region: Region, journals: Iterable[Journal]) -> set[bytes]:
         touched |= journal.keys()
         journal.undo(region)
     return touched
+
+
+class CommittedView:
+    """The keyspace (`streams.crdt.keyspace.Keyspace`) without the ops of the pending batches:
+    the keys they touched are rebuilt on first read from a copy of the live key with their
+    records undone, newest first; every other key is the live one. Read-only, and valid while
+    the journals and the live state it was made of hold no further op (the shard makes a new
+    one then)."""
+
+    __slots__ = ("live", "journals", "touched", "_made")
+
+    def __init__(self, live: State, journals: list[Journal]) -> None:
+        """`journals`: of the pending batches, oldest first."""
+        self.live = live
+        self.journals = journals
+        self.touched: set[bytes] = set().union(*(j.keys() for j in journals))
+        self._made: dict[bytes, KeyState | None] = {}
+
+    def raw(self, key: bytes) -> KeyState | None:
+        if key not in self.touched:
+            return self.live.raw(key)
+        if key not in self._made:
+            self._made[key] = self._undone(key)
+        return self._made[key]
+
+    def get(self, key: bytes) -> KeyState | None:
+        ks = self.raw(key)
+        return ks if ks is not None and ks.exists else None
+
+    def existing_keys(self) -> Iterator[bytes]:
+        for key in list(self.live.keys):
+            if self.get(key) is not None:
+                yield key
+        for key in sorted(self.touched - self.live.keys.keys()):
+            if self.get(key) is not None:
+                yield key
+
+    def remembered_keys(self) -> list[bytes]:
+        keys = self.live.keys.keys() | self.touched
+        return sorted(
+            k
+            for k in keys
+            if (ks := self.raw(k)) is not None and (ks.exists or ks.last_id != MIN_ID)
+        )
+
+    def digest(self) -> str:
+        state = State()
+        for key in self.live.keys.keys() | self.touched:
+            ks = self.raw(key)
+            if ks is not None:
+                state.keys[key] = ks
+        return state.digest()
+
+    def _undone(self, key: bytes) -> KeyState | None:
+        scratch = State()
+        live = self.live.keys.get(key)
+        if live is not None:
+            scratch.keys[key] = copy_key(live)
+        for journal in reversed(self.journals):
+            for record in reversed(journal.records):
+                if record.key == key:
+                    record.undo_private(scratch)
+        return scratch.keys.get(key)

@@ -70,6 +70,9 @@ class WriteBatch:
     deadline: float = 0.0
     """time.monotonic() by which the batch must have committed: its first write's arrival plus
     the write timeout."""
+    viewed: bool = False
+    """Reads were answered without its ops while it was pending (`Shard.committed_view`): its
+    keys' blocked readers must look again once it committed."""
 
     def __len__(self) -> int:
         return len(self.replicated) + len(self.local)
@@ -95,6 +98,8 @@ class WritePath:
         self.write_timeout = write_timeout
         self.down: str | None = None
         """Why batches fail at once (a batch failed; the shard has not recovered yet)."""
+        self.in_flight_since: float | None = None
+        """time.monotonic() when the batch in flight was sent (None: none is)."""
         self._open: WriteBatch | None = None
         self._in_flight: WriteBatch | None = None
         self._ready = asyncio.Event()
@@ -153,6 +158,10 @@ class WritePath:
             return self._in_flight.outcome
         return None
 
+    def pending_batches(self) -> list[WriteBatch]:
+        """The batches not yet committed, oldest first."""
+        return [b for b in (self._in_flight, self._open) if b is not None]
+
     async def settled(self) -> CommandError | None:
         """Wait until everything added so far is committed; the failure, if any."""
         outcome = self.pending()
@@ -168,6 +177,7 @@ class WritePath:
             if batch is None or not batch:
                 continue
             self._in_flight = batch
+            self.in_flight_since = time.monotonic()
             started = time.perf_counter()
             if self.down is not None:
                 self._fail(batch, WriterError(self.down), fast=True)
@@ -181,7 +191,7 @@ class WritePath:
                 log.exception("appending a batch of %d ops failed", len(batch))
                 self._fail(batch, WriterError(f"internal error while appending: {exc}"))
                 continue
-            self._in_flight = None
+            self._in_flight = self.in_flight_since = None
             self.batches += 1
             self.ops += len(batch)
             batch.outcome.set_result(None)
@@ -207,7 +217,7 @@ class WritePath:
                 f"the op log did not confirm a write ({exc}); writes are refused until the node "
                 "has re-read its log (reads go on)"
             )
-        self._in_flight = None
+        self._in_flight = self.in_flight_since = None
         doomed = [batch] + ([self._open] if self._open is not None else [])
         self._open = None
         self._on_failed(exc, doomed)

@@ -161,6 +161,10 @@ class ReplayBackend:
     async def paused(self) -> None:
         return None
 
+    def committed(self, cmd: Command, args: list[bytes]) -> Ran | None:
+        """The view holds only what the log holds: `execute` reads it."""
+        return None
+
     def execute(self, cmd: Command, args: list[bytes]) -> Ran:
         if "write" in cmd.flags:
             return Ran(CommandError(READONLY))
