@@ -146,13 +146,13 @@ def measure(name: str, url: str, entries: int, concurrency: int, rounds: int) ->
                 raise SystemExit(f"throughput: {reader} left {pending} entries pending")
             rates[reader].append(rate)
             label = f"{name} #{r + 1}" if rounds > 1 else name
-            print(f"{label:<28} {reader:<32} {rate:>10,.0f} {rate / plain:>8.2f}x", flush=True)
+            print(f"{label:<34} {reader:<32} {rate:>10,.0f} {rate / plain:>8.2f}x", flush=True)
     if rounds > 1:
         plain = statistics.median(rates["plain loop"])
         for reader, values in rates.items():
             mid = statistics.median(values)
             label = f"{name} median"
-            print(f"{label:<28} {reader:<32} {mid:>10,.0f} {mid / plain:>8.2f}x", flush=True)
+            print(f"{label:<34} {reader:<32} {mid:>10,.0f} {mid / plain:>8.2f}x", flush=True)
     client.delete(STREAM)
     client.close()
 
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
     print(f"{args.entries:,} entries per reader")
-    print(f"{'target':<28} {'reader':<32} {'entries/s':>10} {'vs plain':>9}", flush=True)
+    print(f"{'target':<34} {'reader':<32} {'entries/s':>10} {'vs plain':>9}", flush=True)
     if args.endpoint:
         measure("region node", args.endpoint, args.entries, args.concurrency, args.rounds)
     else:

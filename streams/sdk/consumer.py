@@ -468,7 +468,9 @@ class GroupConsumer:
         finally:
             lease.cancel()
         by_id = {e[0]: e for e in todo}
-        for outcome in outcomes:
+        # Successes first: they need no I/O, so a dead letter failing with the node cannot keep
+        # them from being remembered as handled (the next region would run them again).
+        for outcome in sorted(outcomes, key=lambda o: o.error is not None):
             _, fields, attempt = by_id[outcome.entry_id]
             self._handled += 1
             await self._settle(ep, outcome, fields, attempt)
