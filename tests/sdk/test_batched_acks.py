@@ -9,15 +9,20 @@ node is killed, and not re-delivered by the other region).
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import redis
 
 from streams.sdk import GroupConsumer, Producer, SdkError, aio
 from topology.local import LocalTopology
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _xacks(client: redis.Redis) -> int:
@@ -194,3 +199,21 @@ def test_the_asyncio_face_acks_what_was_handled_when_stopped_by_a_handler(
 def test_concurrency_must_be_a_positive_integer(bad: object) -> None:
     with pytest.raises(SdkError, match="concurrency must be an integer >= 1"):
         GroupConsumer("127.0.0.1:1", "s", "g", "c", lambda i, f: None, concurrency=bad)
+
+
+def test_throughput_example_runs_every_reader_to_the_end(url: str) -> None:
+    """examples/sdk/throughput.py (docs/benchmarks.md's figures) on a few entries: every reader
+    consumes the whole stream and leaves nothing pending (the example exits non-zero else)."""
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "examples/sdk/throughput.py"), "--endpoint", url]
+        + ["--entries", "500", "--concurrency", "4", "--rounds", "2", "--no-redis"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    readers = ["plain loop", "GroupConsumer x1", "GroupConsumer x3", "concurrency 4"]
+    rows = [line for line in run.stdout.splitlines() if line.startswith("region node")]
+    assert len(rows) == 3 * len(readers)  # two rounds and the medians
+    assert all(any(r in row for row in rows) for r in readers), run.stdout
