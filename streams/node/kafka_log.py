@@ -16,7 +16,7 @@ from streams.node.materializer import Materializer, RecordAt
 from streams.node.oplog import ReaderSpec, Snapshot
 from streams.node.trust import RecordGate
 from streams.node.writer import RegionWriter
-from topology.kafka import TOPIC_MAX_MESSAGE_BYTES
+from topology.kafka import MAX_RECORD_BYTES, TOPIC_MAX_MESSAGE_BYTES
 from topology.topics import (
     Replication,
     TopicError,
@@ -79,8 +79,10 @@ class KafkaLog:
         the key its records are signed with (`streams.node.trust`)."""
         self.bootstrap = bootstrap
         self.replication = replication or Replication()
-        self.record_limit = TOPIC_MAX_MESSAGE_BYTES
-        """The largest record batch both own logs take: learned in `prepare`."""
+        self.record_limit = MAX_RECORD_BYTES
+        """The largest record batch a write may make: `MAX_RECORD_BYTES`, or less where the own
+        logs take less (learned in `prepare`). Never more, though the topics take 64 KiB more:
+        every producer downstream (the mirror's, MirrorMaker 2's) is sized for that record."""
         self.region_name = region_name
         self.region_id = region_id
         self.shards = shards
@@ -105,10 +107,10 @@ class KafkaLog:
         try:
             configs = describe_topic_configs(self.bootstrap, [self.oplog_topic, self.local_topic])
         except TopicError as exc:
-            log.warning("%s; taking records up to %d bytes", exc, TOPIC_MAX_MESSAGE_BYTES)
+            log.warning("%s; taking records up to %d bytes", exc, MAX_RECORD_BYTES)
             configs = {}
-        self.record_limit = record_limit(configs, TOPIC_MAX_MESSAGE_BYTES)
-        if self.record_limit < TOPIC_MAX_MESSAGE_BYTES:
+        self.record_limit = record_limit(configs, MAX_RECORD_BYTES)
+        if self.record_limit < MAX_RECORD_BYTES:
             log.warning(
                 "%s / %s take record batches up to %d bytes (max.message.bytes): larger writes"
                 " are refused to their clients; set it to %d for values up to 64 MiB",

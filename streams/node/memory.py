@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from streams.node.oplog import ReaderSpec, Snapshot
 from streams.node.writer import WriterError
 from streams.ops.codec import Sealed
-from topology.kafka import TOPIC_MAX_MESSAGE_BYTES
+from topology.kafka import MAX_RECORD_BYTES
 
 
 class MemoryWriter:
@@ -84,8 +84,8 @@ class MemoryLog:
     def __init__(self, region_name: str = "r1") -> None:
         self.oplog_topic = f"{region_name}.oplog"
         self.local_topic = f"{region_name}.local"
-        self.record_limit = TOPIC_MAX_MESSAGE_BYTES
-        """As a topic the nodes create on Kafka; tests lower it."""
+        self.record_limit = MAX_RECORD_BYTES
+        """As a node on the topics it creates on Kafka; tests lower it."""
         self.writers: dict[int, MemoryWriter] = {}
         self.stores: dict[int, MemorySnapshots] = {}
 

@@ -16,7 +16,7 @@ from streams.ops.codec import decode
 from streams.reply import Reply
 from streams.resp.server import Held, Session
 from topology.config import RegionConfig, Topology
-from topology.kafka import TOPIC_MAX_MESSAGE_BYTES
+from topology.kafka import MAX_RECORD_BYTES
 
 TOPOLOGY = Topology(regions=(RegionConfig("r1", 1, "127.0.0.1:1", 7001),))
 
@@ -106,12 +106,12 @@ def test_a_70mb_value_is_refused_against_the_default_limit_before_it_is_encoded(
     """Counted from the op's bytes, not encoded: the refusal costs the event loop well under
     the ~80 ms encoding 70 MB takes (measured, not asserted: see docs/benchmarks.md)."""
     loop = asyncio.new_event_loop()
-    node, log = _node(loop, limit=TOPIC_MAX_MESSAGE_BYTES)
+    node, log = _node(loop, limit=MAX_RECORD_BYTES)
     huge = b"v" * (70 * 1024 * 1024)
     started = time.perf_counter()
     reply = loop.run_until_complete(_answer(node, Session(1), [b"XADD", b"h", b"*", b"f", huge]))
     print(f"70 MB XADD refused in {(time.perf_counter() - started) * 1000:.1f} ms")
     text = _refused(reply)
-    assert f"at least {70 * 1024 * 1024 + 2}" in text and str(TOPIC_MAX_MESSAGE_BYTES) in text
+    assert f"at least {70 * 1024 * 1024 + 2}" in text and str(MAX_RECORD_BYTES) in text
     assert _keys_appended(log) == []
     loop.close()
