@@ -51,9 +51,10 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 log = logging.getLogger(__name__)
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
-"""The largest op record a writer sends (key, value and headers); brokers, mirrors and readers
-must accept it. A node learns the limit of its own topics (`max.message.bytes`) at start and uses
-the smaller of the two; a bigger op is refused to its client before it touches the state."""
+"""The largest op record batch a node lets a write make (`batch_bytes`: key, value, headers and
+framing); brokers, mirrors and readers must accept it. A node learns the limit of its own topics
+(`max.message.bytes`) at start and uses the smaller of the two; a bigger op is refused to its
+client before it touches the state."""
 
 BATCH_FRAMING_BYTES = 61 + 5 + 1 + 10 + 5 + 5 + 5 + 5
 """What Kafka's record batch (format v2) adds around one record, at most: the 61-byte batch
