@@ -106,8 +106,12 @@ class ShardSet:
         """A read of one shard run on the state its log holds, when a write batch of that shard
         is slow to commit (`Shard.committed_view`): answered at once, never held. None when the
         live state may be read (and the reply held as usual), or the read spans shards."""
+        if "readonly" not in cmd.flags or all(
+            s.writepath.in_flight_since is None for s in self.shards
+        ):
+            return None
         involved = self.involved(cmd, args)
-        if len(involved) != 1 or "readonly" not in cmd.flags:
+        if len(involved) != 1:
             return None
         shard = self.by_index[next(iter(involved))]
         view = shard.committed_view() if shard.read_refusal() is None else None

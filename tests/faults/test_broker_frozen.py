@@ -1,267 +1,210 @@
 """Region r1's broker frozen (SIGSTOP on its Tansu process; a restarted embedded broker keeps
-nothing, so a freeze is the broker fault that can be healed) under load in both regions, then
-thawed (SIGCONT). Three lengths, because three timeouts decide what happens:
+nothing, so a freeze is the broker fault that can be healed) under load from 20 clients of r1
+(10 writers, 10 readers) and a writer and a reader in r2, then thawed (SIGCONT). Two freezes in
+one topology, because the write timeout (`--write-timeout`, 10 s by default) decides what happens:
 
-- 3 s, under every client timeout: the batch in flight simply waits; no request fails, writes and
-  reads resume at SIGCONT, nothing lost or doubled.
-- 24 s, past the writer's timeouts (the commit's 10 s, then as long again to renew the producer):
-  the failure path of the group-commit write path. The requests waiting on the batch in flight
-  get an error reply within FIRST_ERROR_BOUND_S while the broker is still frozen, and every
-  later one at once (no client hangs past that bound); r2 is unaffected; the node answers LOADING
-  to reads too while it cannot reload (recorded, it is the documented trade-off). After SIGCONT
-  it takes writes again within RECOVERY_S. (It did not before 98a1e56: abort_transaction after a
-  timed-out commit is refused by librdkafka and the producer stayed mid-commit; the writer now
-  replaces its producer.)
-- 7 s, past the materializer's 5 s metadata timeout but under the commit timeout: the writes in
-  flight commit at SIGCONT and writes go on. (Before, the failed topic lookup stopped the
-  materializer for good and the node refused writes until restarted; it now retries.)
+- 3 s, under the write timeout: the batch in flight waits; no write fails, writes resume at
+  SIGCONT; reads are answered throughout (a read that would show an op of a batch not yet
+  committed is answered from the state the log holds, `streams.node.undo`).
+- 15 s, past it: the writes waiting for the batch in flight are refused with an error within the
+  write timeout of their arrival, every later write at once while the broker is away; reads are
+  answered throughout, never with a write's error; after SIGCONT the node re-reads its log in the
+  background, switches over, and takes writes again within RECOVERY_S.
 
-`WritesStillRefused` is raised last, after every other check: a node that still refuses writes
-after SIGCONT (it is then restarted so that the data can be checked) fails the test.
+Then nothing acknowledged is lost or doubled, nothing refused is there, in either region. The 60 s
+freeze of issue 22 runs the same scenario (`python -m faults.test_broker_frozen 60`, opt-in: the
+suite cannot afford a minute); its figures are in docs/reliability.md.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 
-import pytest
 import redis
 
 from faults.workload import (
     Ledger,
     Prober,
+    Writer,
     check_dots,
     check_logs_fold_to_nodes,
     check_no_loss,
-    crdt_info,
     first_write,
+    percentile,
     plain_client,
     prepare,
-    run_load,
     settle,
     summary,
     window,
 )
 from topology.local import LocalTopology
 
-RATE = 30.0
-"""Requests a second per region (two regions)."""
-COMMIT_TIMEOUT_S = 10.0
-"""streams.node.writer.RegionWriter's timeout_s: how long a batch waits for its transaction."""
-LONG_FREEZE_S = 24.0
-FIRST_ERROR_BOUND_S = 2 * COMMIT_TIMEOUT_S + 3
-"""The commit times out (10 s), then renewing the producer waits up to as long again before the
-batch is failed (measured: the first error 20.0 s after SIGSTOP), + a margin."""
-HANG_BOUND_S = FIRST_ERROR_BOUND_S + 2
-"""A request slower than this is a hang; under the clients' 30 s socket timeout, so that a hang
-shows as a slow request."""
-SOCKET_TIMEOUT_S = 30.0
-RECOVERY_S = 15.0
-"""How long after SIGCONT the node has to take a write again."""
-
-
-class WritesStillRefused(Exception):
-    """The node did not take a write within RECOVERY_S of SIGCONT (raised last, once every
-    other check passed: the data is checked whatever happened)."""
+WRITE_TIMEOUT_S = 10.0
+"""The node's --write-timeout (its default)."""
+BOUND_S = WRITE_TIMEOUT_S + 0.5
+"""A write is answered within this of its arrival (the issue's 10.5 s)."""
+RECOVERY_S = 2.0
+"""Writes are taken again within this of SIGCONT."""
+WRITERS = 10
+READERS = 10
+WRITER_RATE = 3.0
+"""Requests a second per writer of r1 (30 a second over the 10)."""
+READ_INTERVAL_S = 0.1
+READ_P99_S = 0.05
 
 
 @dataclass
-class Frozen:
-    """What happened around one freeze: the writers' ledgers (r1, r2), a reader per region, and
-    the marks (monotonic SIGSTOP / SIGCONT, recovery figures)."""
+class Freeze:
+    seconds: float
+    stop: float = 0.0
+    cont: float = 0.0
+    writes_again_s: float | None = None
 
+
+@dataclass
+class Run:
     ledgers: list[Ledger] = field(default_factory=list)
-    r1_reads: Prober | None = None
-    r2_reads: Prober | None = None
-    marks: dict[str, float | str | None] = field(default_factory=dict)
+    r1_readers: list[Prober] = field(default_factory=list)
+    r2_reader: Prober | None = None
+    freezes: list[Freeze] = field(default_factory=list)
 
-    @property
-    def stop(self) -> float:
-        stop = self.marks["stop"]
-        assert isinstance(stop, float)
-        return stop
+    def r1_writes(self) -> list[tuple[float, str, float]]:
+        return [e for ledger in self.ledgers if ledger.region == 1 for e in ledger.events]
 
-    @property
-    def cont(self) -> float:
-        cont = self.marks["cont"]
-        assert isinstance(cont, float)
-        return cont
-
-    def reads(self, region: int) -> Prober:
-        reader = self.r1_reads if region == 1 else self.r2_reads
-        assert reader is not None
-        return reader
-
-    def raise_if_still_refusing(self) -> None:
-        if self.marks["writes_again_s"] is None:
-            raise WritesStillRefused(f"r1 after SIGCONT: {self.marks['refusing_with']}")
+    def r1_reads(self) -> list[tuple[float, str, float]]:
+        return [e for reader in self.r1_readers for e in reader.events]
 
 
-def fault(topo: LocalTopology, freeze_s: float, marks: dict[str, float | str | None]) -> None:
-    """Run by run_load while the writers go on: SIGSTOP r1's broker 1.5 s into the load for
-    `freeze_s`, SIGCONT, then wait for r1 to take a write; if it does not, restart r1's node
-    (what an operator would do) so that the test can check the data."""
+def reader_request(n: int) -> Callable[[redis.Redis], object]:
+    """The readers' mix: lengths, ranges and group state of the keys the writers write."""
+    key = b"shared:%d" % (n % 4)
+    requests = [
+        lambda c: c.xlen(key),
+        lambda c: c.xrange(key, count=5),
+        lambda c: c.xrevrange(b"q", count=3),
+        lambda c: c.xinfo_stream(key) if c.exists(key) else None,
+        lambda c: c.xpending(b"q", b"cg"),
+    ]
+    return requests[n % len(requests)]
+
+
+def freeze(topo: LocalTopology, f: Freeze) -> None:
     broker = topo.brokers[1]._proc
     assert broker is not None
-    time.sleep(1.5)
-    marks["stop"] = time.monotonic()
+    f.stop = time.monotonic()
     broker.send_signal(signal.SIGSTOP)
     try:
-        time.sleep(freeze_s)
+        time.sleep(f.seconds)
     finally:
         broker.send_signal(signal.SIGCONT)
-    marks["cont"] = time.monotonic()
-    marks["writes_again_s"] = first_write(topo.ports[1], RECOVERY_S)
-    if marks["writes_again_s"] is None:
-        marks["refusing_with"] = refusal(topo)
-        killed = time.monotonic()
-        topo.kill_node(1)
-        topo.start_node(1)
-        marks["after_restart_s"] = first_write(topo.ports[1], 60)
-        marks["restart_s"] = time.monotonic() - killed
+    f.cont = time.monotonic()
+    f.writes_again_s = first_write(topo.ports[1], 30)
 
 
-def refusal(topo: LocalTopology) -> str:
-    """What r1 answers to a write now, and its CRDT.INFO fault fields."""
-    client = plain_client(topo.ports[1])
-    try:
-        try:
-            client.xadd(b"probe", {b"p": b"refused?"})
-            answer = "acknowledged"
-        except redis.RedisError as exc:
-            answer = f"{type(exc).__name__}: {str(exc)[:110]}"
-        try:
-            info = crdt_info(client)
-            fields = f"materializer_error={info['materializer_error'][:90]!r}"
-        except redis.RedisError as exc:
-            fields = f"CRDT.INFO: {type(exc).__name__}"
-        return f"{answer}; {fields}"
-    finally:
-        client.close()
-
-
-@contextmanager
-def frozen(freeze_s: float) -> Iterator[Frozen]:
-    """Two regions under load, r1's broker frozen `freeze_s` meanwhile, a reader in each
-    region; prints what happened and checks that no request hung, then hands over for the
-    test's own checks, then settles and checks the data (nothing lost, refused or doubled, the
-    logs fold to the digests, op logs 1..n)."""
-    with LocalTopology(regions=2, manual_sync=False) as topo:
+def run(freezes: list[float]) -> Run:
+    """The load, the freezes one after another (2 s of load before each and after the last),
+    a report of each, then the data checks. Returns what was seen for the caller's checks."""
+    out = Run()
+    node_args = ["--write-timeout", f"{WRITE_TIMEOUT_S:g}"]
+    with LocalTopology(regions=2, manual_sync=False, node_args=node_args) as topo:
         prepare(topo)
-        out = Frozen()
-        out.r1_reads = Prober(topo.ports[1], SOCKET_TIMEOUT_S)
-        out.r2_reads = Prober(topo.ports[2], SOCKET_TIMEOUT_S)
         broker = topo.brokers[1]._proc
         assert broker is not None
-        out.r1_reads.start()
-        out.r2_reads.start()
+        writers = [Writer(topo, 1, WRITER_RATE, tag=f"1{chr(97 + i)}") for i in range(WRITERS)] + [
+            Writer(topo, 2, 30.0)
+        ]
+        out.r1_readers = [
+            Prober(topo.ports[1], 30.0, READ_INTERVAL_S, reader_request(i)) for i in range(READERS)
+        ]
+        out.r2_reader = Prober(topo.ports[2], 30.0, READ_INTERVAL_S)
+        for thread in [*writers, *out.r1_readers, out.r2_reader]:
+            thread.start()
         try:
-            during = partial(fault, topo, freeze_s, out.marks)
-            out.ledgers = run_load(topo, [1, 2], seconds=0, rate=RATE, during=during)
+            for seconds in freezes:
+                time.sleep(2.0)
+                f = Freeze(seconds)
+                out.freezes.append(f)
+                freeze(topo, f)
+            time.sleep(2.0)
         finally:
             broker.send_signal(signal.SIGCONT)
-            out.r1_reads.stop()
-            out.r2_reads.stop()
-        report(f"r1's Tansu SIGSTOPped {freeze_s:g} s under 2 regions x {RATE:g} req/s", out)
-        yield out
+            out.ledgers = [w.stop() for w in writers]
+            for reader in [*out.r1_readers, out.r2_reader]:
+                reader.stop()
+        for f in out.freezes:
+            report(out, f)
         settle(topo)
         counts = check_no_loss(topo, out.ledgers)
         print(f"  checked in both regions: {counts}")
         check_logs_fold_to_nodes(topo)
-        dots = check_dots(topo)
-        print(f"  logs fold to the digests; op logs 1..n on both clusters: {dots}")
+        print(f"  logs fold to the digests; op logs 1..n on both clusters: {check_dots(topo)}")
+    return out
 
 
-def first_error(out: Frozen) -> float | None:
-    """Seconds from SIGSTOP to the first error reply any request in r1 got (writer or reader)."""
-    ends = [
-        t + took - out.stop
-        for t, outcome, took in out.ledgers[0].events + out.reads(1).events
-        if outcome != "ok" and t + took > out.stop
-    ]
-    return min(ends, default=None)
+def report(out: Run, f: Freeze) -> None:
+    writes, reads = out.r1_writes(), out.r1_reads()
+    during = [took for t, _o, took in reads if f.stop <= t < f.cont]
+    errors = sorted(
+        t + took - f.stop
+        for t, o, took in writes
+        if o != "ok" and f.stop < t + took < f.cont + RECOVERY_S
+    )
+    print(f"\nr1's broker frozen {f.seconds:g} s under {WRITERS} writers + {READERS} readers")
+    print(summary([ledger for ledger in out.ledgers if ledger.region == 1][:2]) + "\n  ...")
+    during.sort()
+    print(
+        f"  r1 reads during the freeze: {len(during)}, p50 {percentile(during, 0.5) * 1000:.1f}"
+        f" ms, p99 {percentile(during, 0.99) * 1000:.1f} ms, max "
+        f"{max(during, default=0) * 1000:.1f} ms; outcomes {window(reads, f.stop, f.cont)}"
+    )
+    print(f"  r1 writes started during the freeze: {window(writes, f.stop, f.cont)}")
+    if errors:
+        print(f"  r1: the first write error came {errors[0]:.2f}s after SIGSTOP")
+    print(f"  r1 takes writes {f.writes_again_s}s after SIGCONT")
+    assert out.r2_reader is not None
+    print(f"  r2 during the freeze: reads {window(out.r2_reader.events, f.stop, f.cont)}")
 
 
-def report(title: str, out: Frozen) -> None:
-    """Print what happened around the freeze; no request may have taken HANG_BOUND_S."""
-    stop, cont, marks = out.stop, out.cont, out.marks
-    r1, r2 = out.ledgers
-    print(f"\nbroker frozen: {title}")
-    print(summary(out.ledgers))
-    first = first_error(out)
-    if first is not None:
-        print(f"  r1: the first error reply came {first:.2f}s after SIGSTOP")
-    print(f"  r1 writes started during the freeze: {window(r1.events, stop, cont)}")
-    print(f"  r1 reads during the freeze: {window(out.reads(1).events, stop, cont)}")
-    print(f"  r1 reads after SIGCONT: {window(out.reads(1).events, cont, float('inf'))}")
-    print(f"  r2 writes during the freeze: {window(r2.events, stop, cont)}")
-    print(f"  r2 reads during the freeze: {window(out.reads(2).events, stop, cont)}")
-    if marks["writes_again_s"] is not None:
-        print(f"  r1 takes writes {marks['writes_again_s']:.2f}s after SIGCONT")
-    else:
-        print(
-            f"  r1 still refuses writes {RECOVERY_S:g}s after SIGCONT: {marks['refusing_with']}; "
-            f"restarted it: writes again {marks['after_restart_s']:.2f}s after the restart "
-            f"(kill to first write {marks['restart_s']:.2f}s)"
+def check(out: Run) -> None:
+    writes, reads = out.r1_writes(), out.r1_reads()
+    assert all(o == "ok" for _t, o, _took in reads), {o for _t, o, _ in reads if o != "ok"}
+    slowest_read = max(took for _t, _o, took in reads)
+    assert slowest_read < 1.0, f"a read waited {slowest_read:.2f}s: for the broker"
+    for f in out.freezes:
+        during = sorted(took for t, _o, took in reads if f.stop <= t < f.cont)
+        assert percentile(during, 0.99) < READ_P99_S, f"reads' p99 {percentile(during, 0.99)}s"
+    slowest_write = max(took for _t, _o, took in writes)
+    assert slowest_write < BOUND_S, f"a write was answered after {slowest_write:.2f}s"
+    for f in out.freezes:
+        assert f.writes_again_s is not None and f.writes_again_s < RECOVERY_S, (
+            f"writes taken again {f.writes_again_s}s after SIGCONT"
         )
-    slowest = max(r1.slowest, r2.slowest, out.reads(1).slowest, out.reads(2).slowest)
-    print(f"  slowest request anywhere {slowest:.2f}s (bound asserted: {HANG_BOUND_S:g}s)")
-    assert slowest < HANG_BOUND_S, "a client hung"
+        errors = [t + took for t, o, took in writes if o != "ok" and f.stop < t + took]
+        errors = [e for e in errors if e < f.cont + RECOVERY_S]
+        if f.seconds < WRITE_TIMEOUT_S:
+            assert not errors, f"a write failed during a {f.seconds:g} s freeze"
+            continue
+        assert errors, "no write was refused during the freeze"
+        first = min(errors) - f.stop
+        assert first < BOUND_S, f"the first write error came {first:.2f}s after SIGSTOP"
+        later = [took for t, _o, took in writes if f.stop + first + 0.2 < t < f.cont]
+        assert later and max(later) < 0.5, f"writes after the first error waited {max(later)}s"
+    assert out.r2_reader is not None and not out.r2_reader.errors(), "r2's reads were affected"
+    r2 = [ledger for ledger in out.ledgers if ledger.region == 2]
+    assert not r2[0].errors, f"r2's writes were affected: {r2[0].errors}"
 
 
-def check_failure_path(out: Frozen) -> None:
-    """Every request that met the freeze in r1 ended with an error reply (never a timeout or a
-    dropped connection), and r2 went on as if nothing happened."""
-    stop, cont = out.stop, out.cont
-    r1, r2 = out.ledgers
-    for outcome in (*window(r1.events, stop, cont), *window(out.reads(1).events, stop, cont)):
-        assert outcome == "ok" or outcome.startswith(("ResponseError", "BusyLoadingError")), (
-            f"a request in r1 ended without an error reply: {outcome}"
-        )
-    assert set(window(r2.events, stop, cont)) == {"ok"}, "r2's writes were affected"
-    assert set(window(out.reads(2).events, stop, cont)) == {"ok"}, "r2's reads were affected"
-
-
-def test_a_broker_stalled_briefly_delays_requests_and_loses_nothing() -> None:
-    freeze_s = 3.0
-    with frozen(freeze_s) as out:
-        for ledger in out.ledgers:
-            assert not ledger.errors, f"{ledger.name}: a request failed: {ledger.errors}"
-        assert not out.reads(1).errors() and not out.reads(2).errors(), "a read failed"
-        held = max(
-            took for t, _o, took in out.ledgers[0].events if t < out.cont and t + took > out.stop
-        )
-        print(f"  r1's longest held write {held:.2f}s (the freeze was {freeze_s:g}s)")
-        assert held > freeze_s / 2, "r1's writes were not held by the frozen broker"
-
-
-def test_a_frozen_broker_fails_writes_with_an_error_in_bounded_time_and_loses_nothing() -> None:
-    with frozen(LONG_FREEZE_S) as out:
-        first = first_error(out)
-        assert first is not None, "no request failed while the broker was frozen"
-        assert first < FIRST_ERROR_BOUND_S, f"the first error came {first:.2f}s after SIGSTOP"
-        texts = " ".join(out.ledgers[0].errors)
-        assert "did not confirm the write" in texts, texts
-        check_failure_path(out)
-        # After the first error, while the broker is still frozen, r1 answers at once.
-        after = window(out.ledgers[0].events, out.stop + first + 0.5, out.cont)
-        assert after, "r1's writer sent nothing between the first error and SIGCONT"
-        assert max(slowest for _n, slowest in after.values()) < 1.0, after
-    out.raise_if_still_refusing()
-
-
-def test_writes_are_taken_again_after_a_freeze_past_the_metadata_timeout() -> None:
-    with frozen(7.0) as out:
-        check_failure_path(out)
-    out.raise_if_still_refusing()
+def test_a_frozen_broker_keeps_reads_answered_and_refuses_writes_within_the_bound() -> None:
+    check(run([3.0, 15.0]))
 
 
 def test_reload_finishes_while_another_region_writes() -> None:
+    from faults.workload import run_load
+
     with LocalTopology(regions=2, manual_sync=False, node_args=["--debug-faults"]) as topo:
         prepare(topo)
         client = plain_client(topo.ports[1])
@@ -269,8 +212,11 @@ def test_reload_finishes_while_another_region_writes() -> None:
         def fail_one_batch_then_wait() -> None:
             time.sleep(1.0)
             assert client.execute_command("CRDT.FAULT", "APPEND", "1") == b"OK"
-            with pytest.raises(redis.ResponseError, match="may or may not have been applied"):
+            try:
                 client.xadd(b"x", {b"p": b"failed"})
+                raise AssertionError("the injected fault failed no write")
+            except redis.ResponseError as exc:
+                assert "may or may not have been applied" in str(exc), exc
             started = time.monotonic()
             while time.monotonic() - started < 20:
                 try:
@@ -280,8 +226,14 @@ def test_reload_finishes_while_another_region_writes() -> None:
                         f"{time.monotonic() - started:.2f}s"
                     )
                     return
-                except (redis.BusyLoadingError, redis.ResponseError):
+                except redis.ResponseError:
                     time.sleep(0.1)
-            raise AssertionError("r1 still LOADING 20 s after a failed batch while r2 writes")
+            raise AssertionError(
+                "r1 still refuses writes 20 s after a failed batch while r2 writes"
+            )
 
-        run_load(topo, [2], seconds=0, rate=RATE, during=fail_one_batch_then_wait, tail=0)
+        run_load(topo, [2], seconds=0, rate=30.0, during=fail_one_batch_then_wait, tail=0)
+
+
+if __name__ == "__main__":  # the long freeze, opt-in: python -m faults.test_broker_frozen 60
+    check(run([float(sys.argv[1]) if len(sys.argv) > 1 else 60.0]))
