@@ -46,6 +46,7 @@ SNAPSHOT_SUFFIX = ".snapshot"
 WRITERS_SUFFIX = ".writers"
 NAMINGS = ("identity", "default")
 _kafka_log = logging.getLogger("topology.topics.kafka")
+_log = logging.getLogger(__name__)
 
 
 class TopicError(RuntimeError):
@@ -265,9 +266,16 @@ def ensure_topics(
 
 
 def _check_lossless(admin: AdminClient, bootstrap: str, names: list[str], timeout: float) -> None:
-    """Refuse the first existing op log or local log whose configs would lose records."""
+    """Refuse the first existing op log or local log whose configs would lose records. A broker
+    that will not describe them (no DescribeConfigs right for this principal) is warned about,
+    not refused: what cannot be read is not known to lose data."""
     logs = [name for name in names if role_of(name) in ("oplog", "local")]
-    for name, configs in _describe(admin, bootstrap, logs, timeout).items():
+    try:
+        described = _describe(admin, bootstrap, logs, timeout)
+    except TopicError as exc:
+        _log.warning("%s; their retention is not checked: it must be retention.ms=-1", exc)
+        return
+    for name, configs in described.items():
         bad = data_losing_settings(name, configs)
         if bad:
             raise TopicError(
