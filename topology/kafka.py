@@ -68,6 +68,11 @@ HEADER_FRAMING_BYTES = 10
 FRAMING_ALLOWANCE = 64 * 1024
 """What limits add to `MAX_RECORD_BYTES` for the framing around a record (more than enough)."""
 
+PRODUCER_BATCH_BYTES = 1_000_000
+"""librdkafka's `batch.size` default, which the node's writer keeps: it packs small records into
+batches up to this size, so a topic that takes less than this may refuse a batch of small
+records, failing every write in it (a node refuses such topics at start)."""
+
 TOPIC_MAX_MESSAGE_BYTES = MAX_RECORD_BYTES + FRAMING_ALLOWANCE
 """`max.message.bytes` of the op-log and local topics the nodes create: a batch holding the
 largest record, with room to spare for the framing (Kafka's default is 1,048,588 bytes)."""

@@ -16,7 +16,7 @@ from streams.node.materializer import Materializer, RecordAt
 from streams.node.oplog import ReaderSpec, Snapshot
 from streams.node.trust import RecordGate
 from streams.node.writer import RegionWriter
-from topology.kafka import MAX_RECORD_BYTES, TOPIC_MAX_MESSAGE_BYTES
+from topology.kafka import MAX_RECORD_BYTES, PRODUCER_BATCH_BYTES, TOPIC_MAX_MESSAGE_BYTES
 from topology.topics import (
     Replication,
     TopicError,
@@ -110,6 +110,14 @@ class KafkaLog:
             log.warning("%s; taking records up to %d bytes", exc, MAX_RECORD_BYTES)
             configs = {}
         self.record_limit = record_limit(configs, MAX_RECORD_BYTES)
+        if self.record_limit < PRODUCER_BATCH_BYTES:
+            raise TopicError(
+                f"{self.oplog_topic} / {self.local_topic} on {self.bootstrap} take record batches"
+                f" of at most {self.record_limit} bytes (max.message.bytes), less than the"
+                f" {PRODUCER_BATCH_BYTES} the writer packs small records into: a batch of small"
+                f" writes could be refused as a whole; set max.message.bytes to at least"
+                f" {PRODUCER_BATCH_BYTES} ({TOPIC_MAX_MESSAGE_BYTES} for values up to 64 MiB)"
+            )
         if self.record_limit < MAX_RECORD_BYTES:
             log.warning(
                 "%s / %s take record batches up to %d bytes (max.message.bytes): larger writes"

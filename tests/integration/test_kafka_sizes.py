@@ -131,20 +131,34 @@ def test_topics_get_their_roles_configs_and_a_data_losing_op_log_is_refused_at_s
     node.stop()
 
     # A region whose op log exists with Kafka's 7-day default: refused at start, by name.
-    week = {"retention.ms": "604800000"}
-    _create(broker.bootstrap, {"r2.oplog": week, "r2.local": {}})
-    r2 = Node(broker.bootstrap, node.path.parent)
-    r2.path.write_text(node.path.read_text().replace('"r1"', '"r2"'))
-    with open(r2.log, "wb") as out:
+    _create(broker.bootstrap, {"r2.oplog": {"retention.ms": "604800000"}, "r2.local": {}})
+    text = _refused_start(broker.bootstrap, node.path.parent, "r2")
+    assert "r2.oplog" in text and "retention.ms=604800000" in text, text
+    # One whose local log takes less than the writer's batches of small records: refused too.
+    _create(broker.bootstrap, {"r3.oplog": {}, "r3.local": {"max.message.bytes": "500000"}})
+    text = _refused_start(broker.bootstrap, node.path.parent, "r3")
+    assert "at most 500000 bytes (max.message.bytes)" in text, text
+
+
+def _refused_start(bootstrap: str, workdir: Path, region: str) -> str:
+    """Start a node of region `region` (id: its number) on the broker and return its output, once
+    it exited with an error."""
+    path = workdir / f"topology-{region}.toml"
+    path.write_text(
+        f'[[region]]\nname = "{region}"\nid = {region[1:]}\nbootstrap = "{bootstrap}"\n'
+        f"resp_port = {free_port()}\n"
+    )
+    log = workdir / f"node-{region}.log"
+    with open(log, "wb") as out:
         done = subprocess.run(
-            [sys.executable, "-m", "streams.node", "--topology", str(r2.path), "--region", "r2"],
+            [sys.executable, "-m", "streams.node", "--topology", str(path), "--region", region],
             stdout=out,
             stderr=out,
             timeout=60,
         )
-    text = r2.log.read_text()
+    text = log.read_text()
     assert done.returncode != 0, text
-    assert "r2.oplog" in text and "retention.ms=604800000" in text, text
+    return text
 
 
 def _others(node: Node, stop: threading.Event, failures: list[str], latencies: list[float]) -> None:
