@@ -144,7 +144,7 @@ class Retention:
         self.keep = keep
         self.starts: list[int] = []
         self.unsupported = False
-        """The broker refused DeleteRecords once: not asked again."""
+        """The broker does not implement DeleteRecords: not asked again."""
 
     def note(self, first_offset: int) -> None:
         """A complete snapshot starts at `first_offset` (read at boot, or just stored)."""
@@ -174,13 +174,22 @@ class Retention:
             for future in futures.values():
                 future.result(timeout=timeout)
         except (KafkaException, TimeoutError) as exc:
-            self.unsupported = True
+            error = exc.args[0] if exc.args else None
+            code = error.code() if isinstance(error, KafkaError) else None
+            # Tansu closes the connection on a request it does not know; Kafka before 0.11 says
+            # so (a connection lost at that moment is taken for it too, until the node restarts).
+            # Anything else (a timeout, a leader moving) is tried again after the next snapshot.
+            self.unsupported = code in (
+                KafkaError._TRANSPORT,
+                KafkaError.UNSUPPORTED_VERSION,
+                KafkaError.INVALID_REQUEST,
+            )
             log.warning(
-                "%s: older snapshots not deleted (DeleteRecords before offset %d: %s); the"
-                " broker keeps every snapshot stored",
+                "%s: older snapshots not deleted (DeleteRecords before offset %d: %s)%s",
                 where,
                 cut,
                 exc,
+                "; the broker keeps every snapshot stored" if self.unsupported else "",
             )
             return None
         self.starts = [s for s in self.starts if s >= cut]
