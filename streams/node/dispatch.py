@@ -36,9 +36,13 @@ log = logging.getLogger(__name__)
 SLOW_READ_S = 0.025
 """A read waiting this long for a write batch runs again on the state the log holds
 (`Backend.committed`): the batch is slow, the broker may be away."""
-READ_AGAIN_LIMIT = 3
+REFUSED_RETRY_S = 0.1
+"""How often a blocked XREADGROUP that could not deliver looks whether writes are taken again."""
+WRITES_REFUSED = "ERR writes refused"
+"""How a shard's refusal of every write starts (`streams.node.shard`)."""
+READ_AGAIN_LIMIT = 5
 """How often a read runs again when the batches it waited for keep failing (after a failure the
-write path refuses at once, so a second failure is rare and a third one rarer)."""
+shard refuses writes up front until it recovered, so a second failure is rare)."""
 
 Builtin = Callable[[Client, list[bytes]], Awaitable[Reply]]
 
@@ -141,11 +145,72 @@ class Dispatcher:
             client.blocked_ns = 0
         self.stats.record(client, cmd, what, args, reply, ran)
         held = self.backend.hold(reply, shards)
-        if isinstance(held, Held) and what == EXECUTED and shards is not None and cmd is not None:
-            if "readonly" in cmd.flags:
+        if what == EXECUTED and shards is not None and cmd is not None:
+            block_ms = _group_read_block(cmd, args)
+            if block_ms is not None and (
+                isinstance(held, Held) or str(reply).startswith(WRITES_REFUSED)
+            ):
+                until = held.until if isinstance(held, Held) else None
+                return Held(reply, self._group_read_again_if_needed(until, cmd, args, client))
+            if isinstance(held, Held) and "readonly" in cmd.flags:
                 return Held(reply, self._read_again_if_needed(held.until, cmd, args, client))
-            self._note_own_write(client, held.until)
+            if isinstance(held, Held):
+                self._note_own_write(client, held.until)
         return held
+
+    def _group_read_again_if_needed(
+        self, until: Until | None, cmd: Command, args: list[bytes], client: Client
+    ) -> asyncio.Future[Instead | None]:
+        """A blocking XREADGROUP that found entries but could not deliver them (its batch failed,
+        or the shard refuses writes until it has recovered: `until` None) keeps waiting, as a
+        client blocked in it expects, and is answered by what it delivers once writes are taken
+        again. Running it again is safe: a delivery whose batch failed either landed (the entries
+        are then in the consumer's PEL, past the group's cursor) or did not."""
+        loop = asyncio.get_running_loop()
+        out: asyncio.Future[Instead | None] = loop.create_future()
+
+        def again() -> None:
+            task = loop.create_task(self._group_read_again(out, cmd, args, client))
+            self._rereads.add(task)
+            task.add_done_callback(self._rereads.discard)
+
+        def done(outcome: Until) -> None:
+            if out.done():
+                return
+            if outcome.cancelled():
+                out.cancel()
+            elif outcome.result() is None:
+                out.set_result(None)
+            else:
+                again()
+
+        if until is None:
+            again()
+        else:
+            until.add_done_callback(done)
+        return out
+
+    async def _group_read_again(
+        self, out: asyncio.Future[Instead | None], cmd: Command, args: list[bytes], client: Client
+    ) -> None:
+        reply: Reply = NULL_ARRAY
+        lost = client.session.lost
+        try:
+            while lost is None or not lost.done():
+                answer, shards = await self._run(cmd, args, client)
+                if str(answer).startswith(WRITES_REFUSED):
+                    await asyncio.sleep(REFUSED_RETRY_S)  # until the shard takes writes again
+                    continue
+                held = self.backend.hold(answer, shards)
+                if not isinstance(held, Held) or await asyncio.shield(held.until) is None:
+                    reply = answer
+                    break
+        except Exception:
+            log.exception("running %r again after its delivery failed", args[:1])
+            reply = CommandError("ERR internal error, see the node's log")
+        finally:
+            if not out.done():
+                out.set_result(Instead(reply))
 
     def _note_own_write(self, client: Client, until: Until) -> None:
         """The client's newest write waiting for its batch: its later reads must see it, so they
@@ -372,3 +437,19 @@ class Dispatcher:
         except Exception:  # one broken command must not lose the others' replies
             log.exception("command %r inside EXEC failed", args[:1])
             return CommandError("ERR internal error, see the node's log")
+
+
+def _group_read_block(cmd: Command, args: list[bytes]) -> int | None:
+    """BLOCK's milliseconds of an XREADGROUP (None: not one, or not blocking)."""
+    if cmd.name != "xreadgroup":
+        return None
+    for i, arg in enumerate(args[:-1]):
+        word = arg.lower()
+        if word == b"streams":
+            return None
+        if word == b"block":
+            try:
+                return int(args[i + 1])
+            except ValueError:
+                return None
+    return None

@@ -165,6 +165,13 @@ class Shard:
             return CommandError(f"ERR writes refused: {self.loader.fatal}")
         return None
 
+    def local_refusal(self) -> CommandError | None:
+        """Whether a command with only local ops (XREADGROUP, XACK, XCLAIM...) is refused: while
+        the write path is down or the writer fenced, its batch could only fail."""
+        if self.writer.fenced or self.writepath.down is not None:
+            return self.write_refusal()
+        return None
+
     # --- writing --------------------------------------------------------------------------------
 
     def prepare(self, bodies: list[ops.Body], now_ms: int) -> Issued:

@@ -175,10 +175,10 @@ class ShardSet:
         prepared: list[tuple[Shard, Issued]] = []
         for index, bodies in by_shard.items():
             shard = self.by_index[index]
-            if any(ops.is_replicated(b) for b in bodies):
-                refused = shard.write_refusal()
-                if refused is not None:
-                    return refused
+            replicated = any(ops.is_replicated(b) for b in bodies)
+            refused = shard.write_refusal() if replicated else shard.local_refusal()
+            if refused is not None:
+                return refused
             limit = shard.setup.log.record_limit
             if large:
                 for body in bodies:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,6 +64,31 @@ class Freeze:
     stop: float = 0.0
     cont: float = 0.0
     writes_again_s: float | None = None
+    woken: dict[str, tuple[float, bytes | None]] = field(default_factory=dict)
+    """Per blocked reader (XREAD, XREADGROUP) blocked since before SIGSTOP: when it was answered
+    and the payload it got."""
+    woke_with: bytes = b""
+    """The payload of the XADD sent after writes were taken again."""
+
+
+class Blocked(threading.Thread):
+    """A client blocked in XREAD or XREADGROUP (BLOCK 60000) on `key` across the freeze: during
+    it, an XADD to `key` that fails must not answer it; the one acknowledged after SIGCONT must
+    (or the failed one, should the log hold it after all: its outcome is unknown)."""
+
+    def __init__(self, port: int, key: bytes, group: bool, f: Freeze) -> None:
+        super().__init__(daemon=True)
+        self.client = plain_client(port, timeout=90)
+        self.key, self.group, self.f = key, group, f
+
+    def run(self) -> None:
+        if self.group:
+            reply = self.client.xreadgroup(b"wg", b"c", {self.key: b">"}, count=1, block=60000)
+        else:
+            reply = self.client.xread({self.key: b"$"}, count=1, block=60000)
+        payload = reply[0][1][0][1][b"p"] if reply else None
+        self.f.woken["XREADGROUP" if self.group else "XREAD"] = (time.monotonic(), payload)
+        self.client.close()
 
 
 @dataclass
@@ -92,17 +118,42 @@ def reader_request(n: int) -> Callable[[redis.Redis], object]:
     return requests[n % len(requests)]
 
 
-def freeze(topo: LocalTopology, f: Freeze) -> None:
+def freeze(topo: LocalTopology, f: Freeze, n: int) -> None:
     broker = topo.brokers[1]._proc
     assert broker is not None
+    key = b"wake:%d" % n
+    client = plain_client(topo.ports[1], timeout=30)
+    client.xgroup_create(key, b"wg", id="$", mkstream=True)
+    blocked = [Blocked(topo.ports[1], key, group, f) for group in (False, True)]
+    for thread in blocked:
+        thread.start()
+    time.sleep(0.3)
     f.stop = time.monotonic()
     broker.send_signal(signal.SIGSTOP)
     try:
-        time.sleep(f.seconds)
+        time.sleep(1.0)
+        during = threading.Thread(target=xadd_during, args=(topo.ports[1], key), daemon=True)
+        during.start()
+        time.sleep(max(0.0, f.seconds - (time.monotonic() - f.stop)))
     finally:
         broker.send_signal(signal.SIGCONT)
     f.cont = time.monotonic()
     f.writes_again_s = first_write(topo.ports[1], 30)
+    f.woke_with = b"after-%d" % n
+    client.xadd(key, {b"p": f.woke_with})
+    for thread in [*blocked, during]:
+        thread.join(10)
+    client.close()
+
+
+def xadd_during(port: int, key: bytes) -> None:
+    """Held by the frozen broker: acknowledged at SIGCONT, or refused past the write timeout."""
+    client = plain_client(port, timeout=30)
+    try:
+        client.xadd(key, {b"p": b"during"})
+    except redis.ResponseError:
+        pass
+    client.close()
 
 
 def run(freezes: list[float]) -> Run:
@@ -124,11 +175,11 @@ def run(freezes: list[float]) -> Run:
         for thread in [*writers, *out.r1_readers, out.r2_reader]:
             thread.start()
         try:
-            for seconds in freezes:
+            for n, seconds in enumerate(freezes):
                 time.sleep(2.0)
                 f = Freeze(seconds)
                 out.freezes.append(f)
-                freeze(topo, f)
+                freeze(topo, f, n)
             time.sleep(2.0)
         finally:
             broker.send_signal(signal.SIGCONT)
@@ -165,6 +216,8 @@ def report(out: Run, f: Freeze) -> None:
     if errors:
         print(f"  r1: the first write error came {errors[0]:.2f}s after SIGSTOP")
     print(f"  r1 takes writes {f.writes_again_s}s after SIGCONT")
+    woken = {cmd: (round(t - f.cont, 2), p) for cmd, (t, p) in f.woken.items()}
+    print(f"  blocked readers answered (s after SIGCONT, payload): {woken}")
     assert out.r2_reader is not None
     print(f"  r2 during the freeze: reads {window(out.r2_reader.events, f.stop, f.cont)}")
 
@@ -185,6 +238,13 @@ def check(out: Run) -> None:
         )
         errors = [t + took for t, o, took in writes if o != "ok" and f.stop < t + took]
         errors = [e for e in errors if e < f.cont + RECOVERY_S]
+        assert set(f.woken) == {"XREAD", "XREADGROUP"}, f"blocked readers not answered: {f}"
+        for cmd, (t, payload) in f.woken.items():
+            assert t > f.cont, f"{cmd} was answered during the freeze"
+            if f.seconds < WRITE_TIMEOUT_S:
+                assert payload == b"during", (cmd, payload)  # committed at SIGCONT
+            else:  # the failed XADD only if the log holds it after all (its outcome is unknown)
+                assert payload in (f.woke_with, b"during"), (cmd, payload)
         if f.seconds < WRITE_TIMEOUT_S:
             assert not errors, f"a write failed during a {f.seconds:g} s freeze"
             continue
