@@ -118,11 +118,14 @@ def _create(bootstrap: str, configs: dict[str, dict[str, str]]) -> None:
 def test_topics_get_their_roles_configs_and_a_data_losing_op_log_is_refused_at_start(
     broker: EmbeddedBroker, node: Node
 ) -> None:
+    # min.insync.replicas from the topology file (one broker: 1; the factor is the broker's).
+    node.path.write_text("[topology]\nmin_insync_replicas = 1\n\n" + node.path.read_text())
     node.start()
     node.wait_ready()
     names = ["r1.oplog", "r1.local", "r1.snapshot", "r1.writers"]
     described = describe_topic_configs(broker.bootstrap, names)
     for name in names:
+        assert described[name]["min.insync.replicas"] == "1", name
         assert described[name]["retention.ms"] == "-1", name
         assert described[name]["retention.bytes"] == "-1", name
         assert described[name]["cleanup.policy"] == "delete", name
