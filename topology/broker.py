@@ -76,7 +76,7 @@ class EmbeddedBroker:
             env.update(self.store.broker_env())
         with open(self._log, "ab") as log:
             self._proc = subprocess.Popen(
-                cmd, stdout=subprocess.DEVNULL, stderr=log, env=env, start_new_session=True
+                cmd, stdout=log, stderr=log, env=env, start_new_session=True
             )
         try:
             wait_for_port(self.port, timeout)

@@ -152,6 +152,7 @@ class LocalTopology:
         self.close()
 
     def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
         self.topology = self.external or self._embedded()
         for cfg in self.topology.regions:
             self.names[cfg.id] = cfg.name

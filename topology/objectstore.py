@@ -46,6 +46,7 @@ PORTS_FILE = "ports.json"
 S3_REGION = "us-east-1"
 _PORTS = ("master", "master.grpc", "volume", "volume.grpc", "filer", "filer.grpc", "s3", "s3.grpc")
 _ADMIN_PORTS = ("admin", "admin.grpc")
+_S3_PROBE = "s3"
 
 
 class ObjectStoreError(RuntimeError):
@@ -154,11 +155,23 @@ def _ports(path: Path) -> dict[str, int]:
     for name in _PORTS + _ADMIN_PORTS:
         port = last.get(name) if isinstance(last, dict) else None
         ports[name] = port if isinstance(port, int) and _bindable(port) else free_port()
+    if ports["admin.grpc"] != ports["admin"] + 10_000:
+        ports["admin"], ports["admin.grpc"] = _admin_pair()
     if len(set(ports.values())) != len(ports):  # a free port drawn twice: draw them all again
-        ports = {name: free_port() for name in ports}
+        ports = {name: free_port() for name in _PORTS}
+        ports["admin"], ports["admin.grpc"] = _admin_pair()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(ports) + "\n")
     return ports
+
+
+def _admin_pair() -> tuple[int, int]:
+    """Free ports P and P + 10000 for the admin server: its maintenance worker dials the admin
+    gRPC port at the HTTP port + 10000 whatever `-admin.port.grpc` says (weed 4.48)."""
+    while True:
+        port = free_port()
+        if port + 10_000 <= 65_535 and _bindable(port + 10_000):
+            return port, port + 10_000
 
 
 def _bindable(port: int) -> bool:
@@ -258,9 +271,12 @@ class ObjectStore:
             raise
 
     def _wait_ready(self, timeout: float) -> None:
-        """Until the filer lists every bucket (`-bucket` creates them once the S3 gateway runs)."""
+        """Until the filer lists every bucket (`-bucket` creates them once the S3 gateway runs)
+        and the S3 gateway answers. Both: on a data directory used before, the buckets are
+        there before the gateway listens, and a broker whose first requests find no gateway
+        does not recover on its own (docs/durability.md)."""
         deadline = time.monotonic() + timeout
-        pending = list(self.buckets)
+        pending = [f"/buckets/{bucket}/" for bucket in self.buckets] + [_S3_PROBE]
         while pending:
             proc = self._proc
             if proc is None or proc.poll() is not None:
@@ -268,17 +284,25 @@ class ObjectStore:
                     f"the object store exited with {proc.returncode if proc else '?'}; see"
                     f" {self.log_path}"
                 )
-            url = f"http://127.0.0.1:{self.ports['filer']}/buckets/{pending[0]}/"
+            if pending[0] == _S3_PROBE:
+                url = self.endpoint + "/"
+            else:
+                url = f"http://127.0.0.1:{self.ports['filer']}{pending[0]}"
             request = urllib.request.Request(url, headers={"Accept": "application/json"})
             try:
                 with urllib.request.urlopen(request, timeout=1):
+                    pending.pop(0)
+                    continue
+            except urllib.error.HTTPError as exc:
+                if pending[0] == _S3_PROBE:  # an unsigned request: 403 says the gateway serves
+                    exc.close()
                     pending.pop(0)
                     continue
             except (urllib.error.URLError, OSError):
                 pass  # not listening yet, or the bucket is not there yet
             if time.monotonic() > deadline:
                 raise ObjectStoreError(
-                    f"the object store on {self.endpoint} did not serve bucket {pending[0]}"
+                    f"the object store on {self.endpoint} did not serve {pending[0]}"
                     f" within {timeout}s; see {self.log_path}"
                 )
             time.sleep(0.05)
