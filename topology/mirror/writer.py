@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError, Producer
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError, KafkaException, Producer
 
 from topology.mirror.clients import Clients
-from topology.mirror.errors import Deadline
+from topology.mirror.errors import Deadline, MirrorError
 from topology.mirror.headers import MIRROR_SOURCE_HEADER, copied_from, copy_headers, is_copy
 
 if TYPE_CHECKING:
@@ -58,7 +58,16 @@ class TargetWriter:
         assert self._producer is not None
         partition = message.partition() or 0
         if is_copy(message):
-            self._skip_copy(partition, message.offset())
+            offset = message.offset()
+            if offset == 0:
+                raise MirrorError(
+                    f"{self.route.source_topic} partition {partition} on"
+                    f" {self.route.source_bootstrap} starts with a record carrying a"
+                    f" {MIRROR_SOURCE_HEADER} header: it is a mirrored copy, and a mirror must"
+                    " only read a region's own op log on its home cluster (check the region's"
+                    " bootstrap)"
+                )
+            self._skip_copy(partition, offset)
             return
         ts_type, ts = message.timestamp()
         while True:
@@ -82,7 +91,9 @@ class TargetWriter:
         own (a mirrored copy, or a record some other producer wrote there). Copying it would
         hand other regions a record their home cluster never had; stopping for good would let
         one stray record end the region's replication. So it is skipped and reported: the first
-        one and then one line per `SKIP_REPORT_EVERY`, with the count (`skipped`)."""
+        one and then one line per `SKIP_REPORT_EVERY`, with the count (`skipped`). Only a log
+        whose very first record is a copy is refused (`forward`): that is a mirrored topic, a
+        mirror pointed at the wrong cluster."""
         self.skipped += 1
         self.last_skipped = (partition, offset)
         if self.skipped == 1 or self.skipped % SKIP_REPORT_EVERY == 0:
@@ -132,7 +143,13 @@ class TargetWriter:
                 # Purged records get failed delivery reports, which lower the floors; close()
                 # would otherwise wait for them without a time limit.
                 producer.purge(in_queue=True, in_flight=True, blocking=True)
-                producer.poll(0)
+                try:
+                    producer.poll(0)
+                except KafkaException as exc:
+                    # A fatal producer error (e.g. a gap after its broker lost an S3 write)
+                    # surfaces here, in the very call that closes the producer for it: raised,
+                    # it would end the mirror's thread for good (issue 21).
+                    log.warning("%s: closing a failed producer: %s", self.route.name, exc)
             producer.close()
         self.failed = None
 
