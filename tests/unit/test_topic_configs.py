@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 
 from streams.node.snapshots import CHUNK_BYTES, Retention
-from topology.config import TopologyError, loads
+from topology.config import RegionConfig, Topology, TopologyError, loads
 from topology.kafka import MAX_RECORD_BYTES, TOPIC_MAX_MESSAGE_BYTES, batch_bytes
+from topology.mirror import MirrorSet
 from topology.topics import (
     Replication,
     data_losing_settings,
@@ -134,3 +135,16 @@ def test_retention_cuts_before_the_oldest_kept_snapshot_only_beyond_keep() -> No
     assert kept.starts == [0, 7, 40, 95] and kept.cut() == 40
     with pytest.raises(ValueError):
         Retention(keep=0)
+
+
+def test_mirrors_create_their_target_topics_with_the_topologys_replication() -> None:
+    """The copies of an op log on other clusters are as durable as the log itself."""
+    topology = Topology(
+        regions=(
+            RegionConfig("r1", 1, "127.0.0.1:1", 7001),
+            RegionConfig("r2", 2, "127.0.0.1:2", 7002),
+        ),
+        replication_factor=3,
+        min_insync_replicas=2,
+    )
+    assert MirrorSet(topology).mirror("r1", "r2").route.replication == Replication(3, 2)

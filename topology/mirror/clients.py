@@ -28,7 +28,7 @@ from confluent_kafka.admin import AdminClient
 from topology.kafka import MAX_RECORD_BYTES, Pacing, consumer_config
 from topology.mirror.errors import Deadline, MirrorError
 from topology.paced import PacedConsumer
-from topology.topics import mirrored_name, oplog_topic
+from topology.topics import Replication, mirrored_name, oplog_topic
 
 if TYPE_CHECKING:
     from topology.kafka import Msg
@@ -65,6 +65,8 @@ class Route:
     naming: str = "identity"
     poll_timeout: float = 0.1
     batch_size: int = 2000
+    replication: Replication = Replication()
+    """Of the target topic, when the mirror creates it (the topology's)."""
 
     def __post_init__(self) -> None:
         if self.source_bootstrap == self.target_bootstrap:

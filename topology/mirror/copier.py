@@ -24,7 +24,7 @@ from topology.mirror.clients import Clients, Route
 from topology.mirror.errors import Deadline, MirrorError, MirrorTimeout
 from topology.mirror.resume import resume_offsets
 from topology.mirror.writer import TargetWriter
-from topology.topics import TopicError
+from topology.topics import Replication, TopicError
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,9 @@ class Mirror:
         *,
         poll_timeout: float = 0.1,
         batch_size: int = 2000,
+        replication: Replication | None = None,
     ) -> None:
+        """`replication`: of the target topic when this mirror creates it (the topology's)."""
         route = Route(
             source_bootstrap,
             target_bootstrap,
@@ -61,6 +63,7 @@ class Mirror:
             naming,
             poll_timeout=poll_timeout,
             batch_size=batch_size,
+            replication=replication or Replication(),
         )
         self.route = route
         self.source_bootstrap = source_bootstrap

@@ -6,6 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from topology.config import Topology
 from topology.mirror.copier import Mirror
+from topology.topics import Replication
 
 
 class MirrorSet:
@@ -19,12 +20,18 @@ class MirrorSet:
         self.topology = topology
         self.naming = naming or topology.mirror_naming
         self.mirrors: dict[tuple[str, str], Mirror] = {}
+        replication = Replication(topology.replication_factor, topology.min_insync_replicas)
         for source in topology.regions:
             for target in topology.regions:
                 if target.name == source.name or target.bootstrap == source.bootstrap:
                     continue
                 self.mirrors[(source.name, target.name)] = Mirror(
-                    source.bootstrap, target.bootstrap, source.name, source.alias, self.naming
+                    source.bootstrap,
+                    target.bootstrap,
+                    source.name,
+                    source.alias,
+                    self.naming,
+                    replication=replication,
                 )
 
     def mirror(self, source: str, target: str) -> Mirror:

@@ -47,6 +47,7 @@ def prepare(clients: Clients, source_seen: str | None, deadline: Deadline) -> To
             [route.target_topic],
             timeout=deadline.left(cap=30.0),
             partitions=source.partitions,
+            replication=route.replication,
         )
         target = clients.describe(route.target_bootstrap, route.target_topic, deadline)
         if target is None:  # created, but the broker does not show it yet: try again
