@@ -44,7 +44,12 @@ class _XAdd:
         ks = state.keys.get(body.key)
         self.key, self.origin, self.seq, self.sid = body.key, op.origin, op.seq, body.id
         self.had_key = ks is not None
-        self.had_entry = ks is not None and ks.entries.get(op.origin, body.id) is not None
+        # An ID above the key's top cannot be there yet (the common case: no lookup).
+        self.had_entry = (
+            ks is not None
+            and body.id <= ks.last_id
+            and ks.entries.get(op.origin, body.id) is not None
+        )
         self.last_id: StreamID | None = None if ks is None else ks.last_id
         self.added = 0 if ks is None else ks.entries_added
 

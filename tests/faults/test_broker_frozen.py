@@ -72,20 +72,22 @@ class Freeze:
 
 
 class Blocked(threading.Thread):
-    """A client blocked in XREAD or XREADGROUP (BLOCK 60000) on `key` across the freeze: during
+    """A client blocked in XREAD or XREADGROUP (BLOCK past the freeze) on `key` across it: during
     it, an XADD to `key` that fails must not answer it; the one acknowledged after SIGCONT must
     (or the failed one, should the log hold it after all: its outcome is unknown)."""
 
     def __init__(self, port: int, key: bytes, group: bool, f: Freeze) -> None:
         super().__init__(daemon=True)
-        self.client = plain_client(port, timeout=90)
+        self.block_ms = int((f.seconds + 30) * 1000)
+        self.client = plain_client(port, timeout=f.seconds + 60)
         self.key, self.group, self.f = key, group, f
 
     def run(self) -> None:
+        block = self.block_ms
         if self.group:
-            reply = self.client.xreadgroup(b"wg", b"c", {self.key: b">"}, count=1, block=60000)
+            reply = self.client.xreadgroup(b"wg", b"c", {self.key: b">"}, count=1, block=block)
         else:
-            reply = self.client.xread({self.key: b"$"}, count=1, block=60000)
+            reply = self.client.xread({self.key: b"$"}, count=1, block=block)
         payload = reply[0][1][0][1][b"p"] if reply else None
         self.f.woken["XREADGROUP" if self.group else "XREAD"] = (time.monotonic(), payload)
         self.client.close()

@@ -1,0 +1,93 @@
+"""`python -m bench.undo`: what the undo journal of a write batch costs (issue 22), in process.
+
+    python -m bench.undo
+
+- XADD applied as the node applies it, without a journal (the code before issue 22:
+  `Region.apply_issued`) and with one (`Replica.apply`, a journal per 100 ops), interleaved,
+  best of five: the journal's cost per op on the hot path.
+- A copy of a key (`undo.copy_key`), which the rarer ops (DEL, XDEL, XTRIM, XSETID, groups) take
+  once per batch and per key, and which a read of a key with pending ops pays while a batch is
+  slow (`CommittedView`), by stream length.
+
+Printed, never asserted: figures only make sense on a quiet machine.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from streams.crdt import ops
+from streams.ids import IdMode
+from streams.node.replica import Replica
+from streams.node.undo import Journal, copy_key
+from streams.node.waiters import Waiters
+
+NOW = 1_700_000_000_000
+
+
+def _replica() -> Replica:
+    replica = Replica(1, IdMode.STRICT, Waiters())
+    replica.go_live()
+    return replica
+
+
+def _xadds(replica: Replica, key: bytes, count: int, journal: bool, seq: list[int]) -> None:
+    region = replica.region
+    j = Journal(region)
+    for i in range(count):
+        seq[0] += 1
+        body = ops.XAdd(key, (NOW + seq[0], 0), (b"f", b"v"))
+        issued = replica.prepare([body], NOW)
+        if journal:
+            if i % 100 == 0:
+                j = Journal(region)
+            replica.apply(issued, j)
+        else:
+            region.apply_issued(issued.replicated, issued.local)
+
+
+def _best(run: Callable[[], None], rounds: int = 5) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def xadd_cost(count: int = 50_000) -> str:
+    seq = [0]
+    without: list[float] = []
+    with_journal: list[float] = []
+    for _round in range(5):
+        for journal, out in ((False, without), (True, with_journal)):
+            replica = _replica()
+            started = time.perf_counter()
+            _xadds(replica, b"k", count, journal, seq)
+            out.append(time.perf_counter() - started)
+    a, b = min(without) / count * 1e6, min(with_journal) / count * 1e6
+    return (
+        f"XADD applied, {count:,} ops, best of 5 interleaved: without a journal {a:.2f} us/op, "
+        f"with {b:.2f} us/op (+{b - a:.2f} us)"
+    )
+
+
+def copy_cost() -> str:
+    lines = []
+    for length in (100, 1_000, 10_000, 100_000):
+        replica = _replica()
+        _xadds(replica, b"k", length, False, [0])
+        ks = replica.region.state.keys[b"k"]
+        seconds = _best(lambda: copy_key(ks))  # noqa: B023 (run before the next iteration)
+        lines.append(f"copy of a key of {length:,} entries: {seconds * 1000:.2f} ms")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    print(xadd_cost())
+    print(copy_cost())
+
+
+if __name__ == "__main__":
+    main()
