@@ -126,7 +126,7 @@ def restart_figures(entries: int, tail: int) -> dict[str, float]:
             client = topo.client(1)
             topo_records = int(info(client)[b"boot_records_read"])
             assert client.execute_command("CRDT.DIGEST") == digest  # type: ignore[no-untyped-call]
-            assert sum(int(client.xlen(f"k{i}")) for i in range(8)) == entries + tail  # type: ignore[misc]
+            assert sum(int(client.xlen(f"k{i}")) for i in range(8)) == entries + tail  # type: ignore[arg-type,misc]
         size = sum(f.stat().st_size for f in data.rglob("*") if f.is_file())
         return {
             "entries": entries,
