@@ -98,7 +98,7 @@ class Loader:
                 booted = await loop.run_in_executor(None, self._read_snapshot)
                 reader = self._make_reader(fresh, booted)
                 await self._catch_up(reader, fresh, DEFAULT_CATCH_UP_TIMEOUT_S)
-            except (CatchUpTimeout, RuntimeError, OSError) as exc:
+            except Exception as exc:  # whatever it was, only the log can settle it: retry
                 log.warning("%s: reloading failed (%s); retrying", self.name, exc)
                 if reader is not None:
                     await loop.run_in_executor(None, reader.stop)

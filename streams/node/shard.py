@@ -241,8 +241,6 @@ class Shard:
         (the log decides whether the failed batch landed)."""
         self._view = None
         self.replica.undo([b.journal for b in batches if b.journal is not None])
-        if isinstance(exc, WriterFenced) and self.fenced_by is None:
-            self.fenced_by = str(exc)
         self.write_fault = self.fenced_by or self.writepath.down or str(exc)
         if self.loader.reloading is None:
             log.error("%s: a write batch failed (%s): re-reading the log", self.name, exc)
@@ -262,7 +260,7 @@ class Shard:
             except WriterFenced as exc:
                 self.taken_over(str(exc))
                 return
-            except WriterError as exc:
+            except Exception as exc:  # the broker or the writers' topic unreachable: retry
                 log.warning("%s: the writer cannot be renewed yet (%s)", self.name, exc)
                 await asyncio.sleep(1.0)
                 continue
