@@ -22,6 +22,7 @@ from streams.commands.base import (
     parse_int,
 )
 from streams.commands.readargs import parse_read_args
+from streams.commands.slices import MIN_SLICED, SLICING, sliced_range
 from streams.crdt.entries import MergedEntry
 from streams.errors import CommandError
 from streams.ids import (
@@ -57,6 +58,8 @@ def _xrange(ctx: Context, args: list[bytes], reverse: bool) -> Result:
         return Result([])
     if count == 0:
         return Result(NULL_ARRAY)
+    if SLICING.get() and ks.entries.length >= MIN_SLICED and (count < 0 or count > MIN_SLICED):
+        return Result(sliced_range(ks.entries, start, end, reverse, count))
     found = ks.entries.range(start, end, reverse=reverse)
     if count > 0:
         return Result(entries_reply(islice(found, count)))

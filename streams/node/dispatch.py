@@ -24,6 +24,7 @@ from typing import NamedTuple, Protocol
 from streams import errors
 from streams.commands.base import BlockRequest, Command
 from streams.commands.catalogue import unsupported
+from streams.commands.slices import SLICING, SlicedRange
 from streams.errors import CommandError
 from streams.node import auth, router, transactions
 from streams.node.clients import Client, Clients, Queued
@@ -380,12 +381,22 @@ class Dispatcher:
         unblocking does). The client's connection being lost ends the wait at once and the
         command is not run again (an XREADGROUP must not deliver entries to a client that is
         gone). The time spent waiting is added to `client.blocked_ns`, which the counting
-        leaves out.
+        leaves out. A long range read comes back as a `SlicedRange`, frozen when it ran and
+        produced here a slice per turn of the event loop (`streams.commands.slices`).
         """
         lost = None if client is None else client.session.lost
         deadline: float | None = None
         while True:
-            ran = self.backend.execute(cmd, args)
+            slicing = SLICING.set(True)
+            try:
+                ran = self.backend.execute(cmd, args)
+            finally:
+                SLICING.reset(slicing)
+            if isinstance(ran.reply, SlicedRange):  # a long range: produced between others
+                sliced = ran.reply
+                while not sliced.step():
+                    await asyncio.sleep(0)
+                return sliced.result(), ran.shards
             block = ran.block
             if block is None or (ran.reply is not NULL_ARRAY and ran.reply is not None):
                 return ran.reply, ran.shards

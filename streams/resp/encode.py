@@ -6,7 +6,14 @@ from streams.errors import CommandError
 from streams.reply import NULL_ARRAY, Map, Reply, Status
 
 
+class Encoded(bytes):
+    """A reply already in RESP, sent as it is: one whose bytes are the same in RESP2 and RESP3
+    (arrays of bulk strings), produced in slices (`streams.commands.slices`)."""
+
+
 def encode(reply: Reply, proto: int = 2) -> bytes:
+    if type(reply) is Encoded:
+        return reply
     out: list[bytes] = []
     _encode(reply, proto, out)
     return b"".join(out)
