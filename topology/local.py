@@ -28,7 +28,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -40,13 +39,7 @@ from streams.cluster.layout import spread
 from topology.broker import EmbeddedBroker
 from topology.config import MAX_SHARDS, NodeConfig, RegionConfig, Topology, dumps
 from topology.mirror import MirrorSet
-from topology.objectstore import (
-    CREDENTIALS_FILE,
-    DataDirLock,
-    ObjectStore,
-    bucket_name,
-    credentials,
-)
+from topology.objectstore import DataDirLock, ObjectStore, in_parallel, start_stores
 from topology.ports import free_port
 
 
@@ -210,31 +203,10 @@ class LocalTopology:
         )
 
     def _start_stores(self, data_dir: Path) -> None:
-        """Lock the data directory, then start every region's object store (in parallel: each
-        takes most of a second)."""
         self._lock = DataDirLock(data_dir)
         self._lock.acquire()
-        credentials(data_dir)  # generated once, before the stores read it
-        for i in range(1, self.n + 1):
-            name = f"r{i}"
-            self.stores[i] = ObjectStore(
-                data_dir / name, [bucket_name(name)], data_dir / CREDENTIALS_FILE, self._lock.fd
-            )
-        failures: list[BaseException] = []
-
-        def start(store: ObjectStore) -> None:
-            try:
-                store.start()
-            except BaseException as exc:  # reported below, on the caller's thread
-                failures.append(exc)
-
-        threads = [threading.Thread(target=start, args=(s,)) for s in self.stores.values()]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        if failures:
-            raise failures[0]
+        stores = start_stores(data_dir, [f"r{i}" for i in range(1, self.n + 1)], self._lock)
+        self.stores = {i: stores[f"r{i}"] for i in range(1, self.n + 1)}
 
     def crash(self) -> None:
         """SIGKILL every process of the topology at once (nodes, brokers, object stores) and drop
@@ -269,8 +241,7 @@ class LocalTopology:
         for broker in self.brokers.values():
             broker.stop()
         self.brokers.clear()
-        for store in self.stores.values():
-            store.stop()
+        in_parallel([store.stop for store in self.stores.values()])
         self.stores.clear()
         if self._lock is not None:
             self._lock.release()

@@ -32,9 +32,11 @@ import signal
 import socket
 import subprocess
 import sysconfig
+import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from topology.ports import free_port
@@ -330,3 +332,40 @@ class ObjectStore:
             if proc.poll() is None:
                 proc.kill()
             proc.wait()
+
+
+def start_stores(data_dir: Path, regions: list[str], lock: DataDirLock) -> dict[str, ObjectStore]:
+    """Every region's store under a locked data directory, started in parallel (each takes most
+    of a second); all stopped again if one fails."""
+    credentials(data_dir)  # generated once, before the stores read it
+    stores = {
+        name: ObjectStore(
+            data_dir / name, [bucket_name(name)], data_dir / CREDENTIALS_FILE, lock.fd
+        )
+        for name in regions
+    }
+    try:
+        in_parallel([store.start for store in stores.values()])
+    except BaseException:
+        in_parallel([store.stop for store in stores.values()])
+        raise
+    return stores
+
+
+def in_parallel(calls: list[Callable[[], None]]) -> None:
+    """Run `calls` on threads of their own; raise the first failure once all have ended."""
+    failures: list[BaseException] = []
+
+    def run(call: Callable[[], None]) -> None:
+        try:
+            call()
+        except BaseException as exc:  # reported below, on the caller's thread
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run, args=(call,)) for call in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
