@@ -10,9 +10,11 @@ holds, and reads go on being served from it while the node re-reads its log in t
 Why records per op rather than a copy of each touched key: an XADD is the common write and
 touches one key, which may hold millions of entries; copying it for each batch would cost a
 stream's size per transaction. Its undo is exact and small (drop the entry, put back the key's
-three counters). The rarer ops (DEL, XDEL, XTRIM, XSETID, group create/destroy, the ack effect,
-and the local ops of XREADGROUP/XACK/XCLAIM...) keep a copy of what they touch, once per batch:
-the key for the replicated ones, the group for the local ones; their undo puts the copy back.
+three counters). XDEL and XTRIM (an XADD with MAXLEN trims each time) keep the entries they
+remove, and their undo adds them back. The rarer ops (DEL, XSETID, group create/destroy, the ack
+effect, and the local ops of XREADGROUP/XACK/XCLAIM...) keep a copy of what they touch, once per
+batch: the key for the replicated ones, the group for the local ones; their undo puts the copy
+back.
 
 The same records serve reads while a batch is slow to commit (the broker stalls): a
 `CommittedView` is the keyspace with the pending batches' ops undone on private copies of the
@@ -32,6 +34,7 @@ from collections.abc import Iterable, Iterator
 
 from streams.crdt import ops
 from streams.crdt.groups import Group
+from streams.crdt.ops import Fields
 from streams.crdt.region import Region
 from streams.crdt.state import KeyState, State
 from streams.ids import MIN_ID, StreamID
@@ -68,6 +71,53 @@ class _XAdd:
 
     def undo_private(self, state: State) -> None:
         """`undo` on a state whose objects are private copies (a view's)."""
+        self.undo(state)
+
+
+class _Removed:
+    """The entries an XDEL or XTRIM is about to remove (and the counter XDEL moves): an XADD
+    with MAXLEN trims every time, and copying its key per batch would cost the stream's size."""
+
+    __slots__ = ("key", "entries", "max_deleted_id")
+
+    def __init__(self, state: State, op: ops.Op, body: ops.XDel | ops.XTrim) -> None:
+        self.key = body.key
+        self.entries: list[tuple[int, int, StreamID, Fields]] = []
+        ks = state.keys.get(body.key)
+        self.max_deleted_id = MIN_ID if ks is None else ks.max_deleted_id
+        if ks is None:
+            return
+        covered = op.observed()
+        logs = ks.entries.logs
+        if isinstance(body, ops.XTrim):
+            for origin, threshold in body.thresholds:
+                log = logs.get(origin)
+                seen = covered.get(origin, 0)
+                if log is not None:
+                    self.entries += [
+                        (origin, dot, sid, fields)
+                        for sid, dot, fields in log.entries(MIN_ID, threshold)
+                        if dot <= seen
+                    ]
+            return
+        for sid in set(body.ids):
+            for origin in ks.entries.origins_with(sid):
+                seen = covered.get(origin, 0)
+                self.entries += [
+                    (origin, dot, sid, fields)
+                    for _sid, dot, fields in logs[origin].entries(sid, sid)
+                    if dot <= seen
+                ]
+
+    def undo(self, state: State) -> None:
+        ks = state.keys.get(self.key)
+        if ks is None:
+            return
+        for origin, dot, sid, fields in self.entries:
+            ks.entries.add(origin, dot, sid, fields)
+        ks.max_deleted_id = self.max_deleted_id
+
+    def undo_private(self, state: State) -> None:
         self.undo(state)
 
 
@@ -134,7 +184,7 @@ class Journal:
     __slots__ = ("records", "copied", "groups", "own_seq", "local_seq")
 
     def __init__(self, region: Region) -> None:
-        self.records: list[_XAdd | _Key | _Group] = []
+        self.records: list[_XAdd | _Removed | _Key | _Group] = []
         self.copied: set[bytes] = set()
         """Keys copied whole in this batch: a later op on them needs no record of its own."""
         self.groups: set[tuple[bytes, bytes]] = set()
@@ -150,6 +200,8 @@ class Journal:
             return
         if isinstance(body, ops.XAdd):
             self.records.append(_XAdd(state, op, body))
+        elif isinstance(body, ops.XDel | ops.XTrim):
+            self.records.append(_Removed(state, op, body))
         elif isinstance(body, ops.AckEffect):
             self._group(state, key, body.group)
         else:
