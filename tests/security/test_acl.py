@@ -35,7 +35,7 @@ def node() -> Iterator[ServedNode]:
 
 
 @pytest.fixture(scope="module")
-def redis_with_users() -> Iterator[RedisServer]:
+def auth_server() -> Iterator[RedisServer]:
     require_redis_server()
     with RedisServer() as server:
         conn = server.connect()
@@ -69,10 +69,10 @@ REDIS_COMMANDS = [
 
 @pytest.mark.parametrize("user", list(USERS))
 def test_acl_rules_withhold_commands_with_redis_noperm(
-    user: str, node: ServedNode, redis_with_users: RedisServer
+    user: str, node: ServedNode, auth_server: RedisServer
 ) -> None:
     replies = []
-    for port in (redis_with_users.port, node.port):
+    for port in (auth_server.port, node.port):
         conn = RawClient(port)
         assert conn.call([b"AUTH", user.encode(), USERS[user][0].encode()]) == b"+OK\r\n"
         got = [conn.call([w.encode() for w in line.split()]) for line in REDIS_COMMANDS]

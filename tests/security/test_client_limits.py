@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from differential.redis_server import RedisServer, require_redis_server
+from differential.redis_server import RedisServer
 from support import RawClient
 
 import streams
@@ -29,13 +29,6 @@ def node() -> Iterator[ServedNode]:
 
 
 OK = b"+OK\r\n"
-
-
-@pytest.fixture(scope="module")
-def redis_server_here() -> Iterator[RedisServer]:
-    require_redis_server()
-    with RedisServer() as server:
-        yield server
 
 
 def _connect(port: int) -> socket.socket:
@@ -67,9 +60,9 @@ def _maxclients_story(port: int) -> list[bytes]:
 
 
 def test_maxclients_refuses_the_client_over_it_with_redis_error(
-    node: ServedNode, redis_server_here: RedisServer
+    node: ServedNode, redis_server: RedisServer
 ) -> None:
-    expected = _maxclients_story(redis_server_here.port)
+    expected = _maxclients_story(redis_server.port)
     got = _maxclients_story(node.port)
     assert got == expected
     assert got[2] == b"-ERR max number of clients reached\r\n" + CLOSED
@@ -144,7 +137,7 @@ def test_without_an_output_limit_a_slow_reader_gets_its_whole_reply(node: Served
 
 
 def test_config_set_client_output_buffer_limit_parses_as_redis(
-    node: ServedNode, redis_server_here: RedisServer
+    node: ServedNode, redis_server: RedisServer
 ) -> None:
     values = [
         "foo",
@@ -164,7 +157,7 @@ def test_config_set_client_output_buffer_limit_parses_as_redis(
     reset = b"normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60"
     requests += [[b"CONFIG", b"SET", limit, reset]]
     replies = []
-    for port in (redis_server_here.port, node.port):
+    for port in (redis_server.port, node.port):
         conn = RawClient(port)
         replies.append([conn.call(r) for r in requests])
         conn.close()

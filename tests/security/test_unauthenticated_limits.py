@@ -24,7 +24,7 @@ def node() -> Iterator[ServedNode]:
 
 
 @pytest.fixture(scope="module")
-def redis_with_password() -> Iterator[RedisServer]:
+def auth_server() -> Iterator[RedisServer]:
     require_redis_server()
     server = RedisServer()
     server.start()
@@ -54,10 +54,10 @@ CASES = {
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_unauthenticated_requests_are_limited_as_redis_limits_them(
-    case: str, node: ServedNode, redis_with_password: RedisServer
+    case: str, node: ServedNode, auth_server: RedisServer
 ) -> None:
     data = CASES[case]
-    assert exchange(node.port, data) == exchange(redis_with_password.port, data)
+    assert exchange(node.port, data) == exchange(auth_server.port, data)
 
 
 def test_an_unauthenticated_oversized_request_is_refused_and_the_connection_closed(
@@ -68,19 +68,19 @@ def test_an_unauthenticated_oversized_request_is_refused_and_the_connection_clos
 
 
 def test_proto_max_bulk_len_is_settable_and_enforced_with_redis_text(
-    node: ServedNode, redis_with_password: RedisServer
+    node: ServedNode, auth_server: RedisServer
 ) -> None:
     too_long = AUTH + b"*2\r\n$4\r\nECHO\r\n$1048577\r\n"
-    for port in (node.port, redis_with_password.port):
+    for port in (node.port, auth_server.port):
         assert exchange(port, AUTH + command("CONFIG", "SET", "proto-max-bulk-len", "1mb")) == (
             b"+OK\r\n+OK\r\n"
         )
     try:
-        assert exchange(node.port, too_long) == exchange(redis_with_password.port, too_long)
+        assert exchange(node.port, too_long) == exchange(auth_server.port, too_long)
         assert exchange(node.port, too_long).endswith(b"invalid bulk length\r\n<closed>")
         refused = AUTH + command("CONFIG", "SET", "proto-max-bulk-len", "1000")
-        assert exchange(node.port, refused) == exchange(redis_with_password.port, refused)
+        assert exchange(node.port, refused) == exchange(auth_server.port, refused)
     finally:
         reset = AUTH + command("CONFIG", "SET", "proto-max-bulk-len", "512mb")
-        for port in (node.port, redis_with_password.port):
+        for port in (node.port, auth_server.port):
             exchange(port, reset)
