@@ -1,7 +1,9 @@
 """`python -m streams.node --topology FILE --region NAME`: run one region node until stopped.
 
 `--bind` / `--port` override the topology's RESP address; `--requirepass PASS` and
-`--user NAME:PASS` (repeatable) make clients authenticate (AUTH / HELLO ... AUTH) first.
+`--user NAME:PASS[:RULES]` (repeatable; RULES: Redis's ACL command rules such as
+`+@read -@dangerous`, see docs/security.md) make clients authenticate (AUTH / HELLO ... AUTH)
+first.
 """
 
 from __future__ import annotations
@@ -235,9 +237,11 @@ def main(argv: list[str] | None = None) -> int:
         "--user",
         action="append",
         default=[],
-        metavar="NAME:PASS",
-        help="a user for AUTH NAME PASS (repeatable); without --requirepass the 'default' "
-        "user is then disabled",
+        metavar="NAME:PASS[:RULES]",
+        help="a user for AUTH NAME PASS (repeatable); RULES: Redis's ACL command rules, e.g. "
+        "'+@read -@dangerous' or '+@all -@admin' (the user may run only what they allow; "
+        "without RULES: every command); without --requirepass the 'default' user is then "
+        "disabled",
     )
     args = parser.parse_args(argv)
     if args.snapshot_every_ops < 0 or args.snapshot_every_s < 0:
