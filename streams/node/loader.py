@@ -98,6 +98,10 @@ class Loader:
                 booted = await loop.run_in_executor(None, self._read_snapshot)
                 reader = self._make_reader(fresh, booted)
                 await self._catch_up(reader, fresh, DEFAULT_CATCH_UP_TIMEOUT_S)
+            except asyncio.CancelledError:  # the node stops: the fresh reader must too
+                if reader is not None:
+                    reader.stop()
+                raise
             except Exception as exc:  # whatever it was, only the log can settle it: retry
                 log.warning("%s: reloading failed (%s); retrying", self.name, exc)
                 if reader is not None:
