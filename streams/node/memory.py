@@ -8,6 +8,7 @@ is what the unit tests of the request pipeline and `scripts/request_corpus.py` n
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Sequence
 
@@ -23,6 +24,8 @@ class MemoryWriter:
         self.fenced = False
         self.fail_next = 0
         self.next_offsets: dict[str, int] = {}
+        self.gate: asyncio.Event | None = None
+        """Test hook: while set and not set(), appends wait (a broker that stalls)."""
         self.appends: list[tuple[list[Sealed], list[Sealed]]] = []
         """Every batch appended: its replicated and local records (`streams.ops.codec.decode`
         reads them back)."""
@@ -33,6 +36,8 @@ class MemoryWriter:
     async def append(
         self, replicated: Sequence[Sealed], local: Sequence[Sealed], deadline: float | None = None
     ) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
         if self.fail_next > 0:
             self.fail_next -= 1
             raise WriterError("the op log did not acknowledge the write: injected fault")
