@@ -14,13 +14,16 @@ from streams.errors import CommandError
 from streams.ids import MIN_ID, IdMode
 from streams.node import router
 from streams.node.replica import Replica
-from streams.node.undo import Journal
+from streams.node.undo import CommittedView, Journal
 from streams.node.waiters import Waiters
 
 KEYS = [b"a", b"b", b"c"]
 
 
-def dump(region: Region) -> object:
+Dump = tuple[list[object], list[tuple[int, int]], int]
+
+
+def dump(region: Region) -> Dump:
     """Everything of the state a command can read, canonically."""
     keys = []
     for key in sorted(region.state.keys):
@@ -115,6 +118,14 @@ def test_undoing_failed_batches_restores_the_state_before_them(seed: int) -> Non
     committed = dump(replica.region)
     failed = [batch(replica, rng, rng.randrange(1, 12), now) for _ in range(2)]
     assert dump(replica.region) != committed or all(not j.records for j in failed)
+    # While they are pending, reads of the view see exactly the state before them.
+    view = CommittedView(replica.region.state, failed)
+    seen = Region(1, IdMode.STRICT)
+    for key in set(replica.region.state.keys) | view.touched:
+        ks = view.raw(key)
+        if ks is not None:
+            seen.state.keys[key] = ks
+    assert dump(seen)[0] == committed[0]
     replica.undo(failed)
     assert dump(replica.region) == committed
 
