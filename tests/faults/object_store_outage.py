@@ -52,6 +52,15 @@ def main() -> int:
             print(f"r1 first error at {errors[0][0]:.1f} s: {errors[0][1]}")
             print(f"r1 last error at {errors[-1][0]:.1f} s: {errors[-1][1]}")
         print(f"r1 first acknowledged request after the store was back: {resumed[:1]}")
+        by_second: dict[int, list[int]] = {}
+        for t, what, _ in r1.events:
+            counts = by_second.setdefault(int(t - stopped), [0, 0])
+            counts[0 if what == "ok" else 1] += 1
+        print("r1 requests by second since the stop (ok/failed):")
+        print("  " + " ".join(f"{s}:{ok}/{bad}" for s, (ok, bad) in sorted(by_second.items())))
+        if resumed and errors and errors[-1][0] > resumed[0] + 5.0:
+            print("r1 still failing requests 5 s after it first took one again")
+            alive = False
         took = converge({"r1": topo.client(1), "r2": topo.client(2)})
         print(f"converged by the running mirrors {took:.2f} s after the load")
         print(f"checked in both regions: {check_no_loss(topo, ledgers)}")
