@@ -37,8 +37,8 @@ SLICING: ContextVar[bool] = ContextVar("slicing", default=False)
 the pure executor) ranges are answered at once, as lists."""
 MIN_SLICED = 10_000
 """Ranges over streams shorter than this (or with a COUNT up to it) are answered at once."""
-SLICE_ENTRIES = 4_000
-"""Entries decoded and encoded per turn of the event loop (~15 ms here)."""
+SLICE_ENTRIES = 2_000
+"""Entries decoded and encoded per turn of the event loop (3-7 ms here)."""
 
 Frozen = tuple[int, bytes | None, tuple[Sequence[StreamID], Sequence[Fields]] | None]
 """One block as frozen: (deleted-slot mask, sealed payload, or an open block's ids and rows)."""
@@ -60,13 +60,14 @@ class SlicedRange(list[Reply]):
         """Produce up to `budget` more entries; True once the reply is complete."""
         if self._left >= 0:
             budget = min(budget, self._left)
-        chunks = self._chunks
+        piece: list[bytes] = []  # joined per slice: one join of a million pieces took 200 ms
         produced = 0
         for sid, _origin, fields in islice(self._entries, budget):
             idb = b"%d-%d" % sid
-            chunks.append(b"*2\r\n$%d\r\n%s\r\n*%d\r\n" % (len(idb), idb, len(fields)))
-            chunks.append(b"".join([b"$%d\r\n%s\r\n" % (len(f), f) for f in fields]))
+            piece.append(b"*2\r\n$%d\r\n%s\r\n*%d\r\n" % (len(idb), idb, len(fields)))
+            piece.append(b"".join([b"$%d\r\n%s\r\n" % (len(f), f) for f in fields]))
             produced += 1
+        self._chunks.append(b"".join(piece))
         self._count += produced
         if self._left >= 0:
             self._left -= produced
@@ -78,7 +79,7 @@ class SlicedRange(list[Reply]):
         """The whole reply in RESP (once `step` said it is complete)."""
         while not self.done:
             self.step()
-        return Encoded(b"*%d\r\n" % self._count + b"".join(self._chunks))
+        return Encoded(b"".join([b"*%d\r\n" % self._count, *self._chunks]))
 
 
 def sliced_range(

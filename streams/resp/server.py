@@ -412,7 +412,7 @@ class RespProtocol(asyncio.Protocol):
     def _write_bytes(self, pieces: list[bytes]) -> None:
         assert self._transport is not None
         if not self._transport.is_closing():
-            data = b"".join(pieces)
+            data = pieces[0] if len(pieces) == 1 else b"".join(pieces)  # a large reply: no copy
             traffic = self._traffic
             traffic.writes += 1
             traffic.bytes_out += len(data)
