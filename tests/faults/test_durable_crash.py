@@ -3,20 +3,25 @@ its object store) killed together under load and started again, then every proce
 topology killed together under load and the topology started again on the same data directory.
 Both times: every XADD a client saw acknowledged is in every region exactly once, nothing
 deleted came back, the killed region's PEL is back, the op logs hold no repeated op and the
-regions converge."""
+regions converge. And a split brain across a broker restart is still fenced."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
+import redis
+from support import free_port, wait_until
+
 from faults.workload import (
     Ledger,
+    Process,
     Writer,
     check_dots,
     check_no_loss,
     check_pel,
     first_write,
+    plain_client,
     prepare,
     run_load,
     settle,
@@ -89,3 +94,48 @@ def test_sigkill_of_a_region_then_of_the_whole_topology_loses_and_doubles_nothin
         print(f"  checked in every region: {check_no_loss(again, ledgers)}")
         print(f"  r1 PEL: {check_pel(again.client(1), merged([first[0], second[0]]))}")
         print(f"  op logs without repeats: {check_dots(again)}")
+
+
+def test_a_second_node_after_a_durable_broker_restart_still_fences_the_first(
+    tmp_path: Path,
+) -> None:
+    """The broker keeps the producer epochs: restarted between the first node's writes and a
+    second node's takeover, it still bumps the epoch past the first node's, so the first is
+    fenced (refuses writes naming the takeover) and r1's op log never forks."""
+    logs = tmp_path / "logs"
+    with LocalTopology(
+        regions=1, manual_sync=False, data_dir=tmp_path / "data", workdir=logs
+    ) as topo:
+        old = plain_client(topo.ports[1])
+        old.xadd(b"k", {b"p": b"before"})
+        topo.brokers[1].stop()  # SIGKILL
+        topo.brokers[1].start()
+        assert first_write(topo.ports[1], 60) is not None, "r1 takes no write after the restart"
+        second = Process(logs / "node-r1-second.log")
+        port = free_port()
+        second.start(
+            "streams.node",
+            *["--topology", str(topo.topology_path), "--region", "r1", "--port", str(port)],
+            "--takeover",
+        )
+        try:
+            new = plain_client(port)
+            wait_until(lambda: first_write(port, 1) is not None, timeout=60, interval=0.1)
+            refusal = ""
+            deadline = time.monotonic() + 30
+            while not refusal:
+                assert time.monotonic() < deadline, "the first node still takes writes"
+                try:
+                    old.xadd(b"k", {b"p": b"old"})
+                except redis.ResponseError as exc:
+                    if not isinstance(exc, redis.BusyLoadingError):
+                        refusal = str(exc)
+                time.sleep(0.02)
+            assert "another writer took over region r1" in refusal, refusal
+            new.xadd(b"k", {b"p": b"after"})
+            print(f"\nfirst node after the takeover: {refusal}")
+            print(f"  op log without a fork: {check_dots(topo)}")
+            old.close()
+            new.close()
+        finally:
+            second.stop()
