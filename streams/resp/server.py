@@ -306,10 +306,9 @@ class RespProtocol(asyncio.Protocol):
                 self._active = time.monotonic()
             self._send(reply)
             parser = self._parser
-            if parser.gated and not self._lost:
-                parser.gated = not self.session.authenticated
-                if parser.stalled:
-                    self._take(parser.resume())
+            parser.gated = not self.session.authenticated  # AUTH, or RESET back to before it
+            if parser.stalled and not self._lost:
+                self._take(parser.resume())
             if self.session.closing:
                 await self._outbox_empty.wait()
                 self._transport.close()
