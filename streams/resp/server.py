@@ -324,6 +324,10 @@ class RespProtocol(asyncio.Protocol):
         self._outbox.append((data, until))
         self._outbox_bytes += len(data)
         self._outbox_empty.clear()
+        if self._limits.output.hard:  # as Redis counts a reply before writing any of it
+            self.check_output(time.monotonic())
+            if self._transport is None or self._transport.is_closing():
+                return
         self._pump_outbox()
 
     def _pump_outbox(self, _done: object = None) -> None:
