@@ -210,6 +210,7 @@ class RegionNode:
             started=time.time(),
             run_id=secrets.token_hex(20),
             cluster=self.layout is not None,
+            limits=self.limits,
         )
         self.admin = Admin(
             self.shards, self.clock, self.report, options.debug_faults, self._peers(options)
@@ -341,6 +342,7 @@ class RegionNode:
     def _config(self, client: Client, args: list[bytes]) -> Reply:
         if args[1].lower() == b"resetstat":
             self.stats.reset()
+            self.limits.rejected = 0
         reply = settings.config(args, self.settings)
         if args[1].lower() == b"set":
             self.stats.configure(self.settings.values)

@@ -21,6 +21,7 @@ from streams.node.shard import Shard
 from streams.node.shards import ShardSet
 from streams.node.stats import Stats, cpu_section
 from streams.node.waiters import Waiters
+from streams.resp.limits import Limits
 
 Fields = dict[str, object]
 
@@ -42,6 +43,8 @@ class Report:
     run_id: str
     cluster: bool = False
     """The node speaks the Redis Cluster protocol (its region's shards are on several nodes)."""
+    limits: Limits = field(default_factory=Limits)
+    """The RESP server's client limits (INFO's maxclients, rejected_connections)."""
     startup_rss: int = field(default_factory=info.rss_bytes)
     """The process's RSS when the node was built, before any shard loaded (used_memory_startup)."""
 
@@ -152,7 +155,7 @@ class Report:
             "clients": {
                 "connected_clients": len(self.clients.live()),
                 "cluster_connections": 0,
-                "maxclients": 10000,
+                "maxclients": self.limits.maxclients,
                 "client_recent_max_input_buffer": 0,
                 "client_recent_max_output_buffer": 0,
                 "blocked_clients": len(self.waiters),
@@ -183,7 +186,7 @@ class Report:
                 "total_net_output_bytes": stats["total_net_output_bytes"],
                 "instantaneous_input_kbps": stats["instantaneous_input_kbps"],
                 "instantaneous_output_kbps": stats["instantaneous_output_kbps"],
-                "rejected_connections": 0,
+                "rejected_connections": self.limits.rejected,
                 "expired_keys": 0,
                 "evicted_keys": 0,
                 "keyspace_hits": 0,

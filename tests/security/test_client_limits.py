@@ -66,6 +66,8 @@ def test_maxclients_refuses_the_client_over_it_with_redis_error(
     got = _maxclients_story(node.port)
     assert got == expected
     assert got[2] == b"-ERR max number of clients reached\r\n" + CLOSED
+    info = RawClient(node.port).call([b"INFO"])
+    assert b"rejected_connections:1\r\n" in info and b"maxclients:10000\r\n" in info
 
 
 def test_timeout_closes_idle_clients_but_not_blocked_readers(node: ServedNode) -> None:
