@@ -49,6 +49,7 @@ S3_REGION = "us-east-1"
 _PORTS = ("master", "master.grpc", "volume", "volume.grpc", "filer", "filer.grpc", "s3", "s3.grpc")
 _ADMIN_PORTS = ("admin", "admin.grpc")
 _S3_PROBE = "s3"
+_WRITE_PROBE = "write"
 
 
 class ObjectStoreError(RuntimeError):
@@ -273,41 +274,66 @@ class ObjectStore:
             raise
 
     def _wait_ready(self, timeout: float) -> None:
-        """Until the filer lists every bucket (`-bucket` creates them once the S3 gateway runs)
-        and the S3 gateway answers. Both: on a data directory used before, the buckets are
-        there before the gateway listens, and a broker whose first requests find no gateway
-        does not recover on its own (docs/durability.md)."""
+        """Until the filer lists every bucket (`-bucket` creates them once the S3 gateway runs),
+        the S3 gateway answers and a write goes through. All three: on a data directory used
+        before, the buckets are there before the gateway listens or a volume takes writes, and
+        a broker whose first requests fail right after its start may stop answering its clients
+        for good (docs/durability.md)."""
         deadline = time.monotonic() + timeout
-        pending = [f"/buckets/{bucket}/" for bucket in self.buckets] + [_S3_PROBE]
-        while pending:
+        steps = [f"/buckets/{bucket}/" for bucket in self.buckets] + [_S3_PROBE, _WRITE_PROBE]
+        while steps:
             proc = self._proc
             if proc is None or proc.poll() is not None:
                 raise ObjectStoreError(
                     f"the object store exited with {proc.returncode if proc else '?'}; see"
                     f" {self.log_path}"
                 )
-            if pending[0] == _S3_PROBE:
-                url = self.endpoint + "/"
-            else:
-                url = f"http://127.0.0.1:{self.ports['filer']}{pending[0]}"
-            request = urllib.request.Request(url, headers={"Accept": "application/json"})
-            try:
-                with urllib.request.urlopen(request, timeout=1):
-                    pending.pop(0)
-                    continue
-            except urllib.error.HTTPError as exc:
-                if pending[0] == _S3_PROBE:  # an unsigned request: 403 says the gateway serves
-                    exc.close()
-                    pending.pop(0)
-                    continue
-            except (urllib.error.URLError, OSError):
-                pass  # not listening yet, or the bucket is not there yet
+            if self._probe(steps[0]):
+                steps.pop(0)
+                continue
             if time.monotonic() > deadline:
                 raise ObjectStoreError(
-                    f"the object store on {self.endpoint} did not serve {pending[0]}"
-                    f" within {timeout}s; see {self.log_path}"
+                    f"the object store on {self.endpoint} did not serve {steps[0]} within"
+                    f" {timeout}s; see {self.log_path}"
                 )
             time.sleep(0.05)
+
+    def _probe(self, step: str) -> bool:
+        if step == _WRITE_PROBE:
+            return self._write_probe()
+        url = self.endpoint + "/" if step == _S3_PROBE else self._filer + step
+        request = urllib.request.Request(url, headers={"Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=1):
+                return True
+        except urllib.error.HTTPError as exc:
+            exc.close()
+            return step == _S3_PROBE  # an unsigned request: 403 says the gateway serves
+        except (urllib.error.URLError, OSError):
+            return False  # not listening yet, or the bucket is not there yet
+
+    @property
+    def _filer(self) -> str:
+        return f"http://127.0.0.1:{self.ports['filer']}"
+
+    def _write_probe(self) -> bool:
+        """Write, read back and delete a small file in the first bucket through the filer: the
+        master has a writable volume and the volume server stores (a broker whose first writes
+        fail right after a restart may stop answering its clients)."""
+        url = f"{self._filer}/buckets/{self.buckets[0]}/.streams-probe"
+        try:
+            put = urllib.request.Request(url, data=b"probe", method="PUT")
+            with urllib.request.urlopen(put, timeout=2):
+                pass
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                if answer.read() != b"probe":
+                    return False
+            delete = urllib.request.Request(url, method="DELETE")
+            with urllib.request.urlopen(delete, timeout=2):
+                pass
+        except (urllib.error.URLError, OSError):
+            return False
+        return True
 
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
