@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -41,9 +42,12 @@ from pathlib import Path
 
 from topology.ports import free_port
 
+log = logging.getLogger(__name__)
+
 CREDENTIALS_FILE = "s3-identities.json"
 LOCK_FILE = "LOCK"
 PORTS_FILE = "ports.json"
+START_ATTEMPTS = 3
 # The S3 region Tansu's client signs with; SeaweedFS accepts any.
 S3_REGION = "us-east-1"
 _PORTS = ("master", "master.grpc", "volume", "volume.grpc", "filer", "filer.grpc", "s3", "s3.grpc")
@@ -207,6 +211,8 @@ class ObjectStore:
         self.ports = _ports(directory / PORTS_FILE)
         self.log_path = directory / "weed.log"
         self._proc: subprocess.Popen[bytes] | None = None
+        self._started = False
+        self._log_start = 0
 
     @property
     def endpoint(self) -> str:
@@ -253,9 +259,43 @@ class ObjectStore:
         ]
 
     def start(self, timeout: float = 30.0) -> None:
+        """Start the store and wait until it serves. On its first start, a port taken between
+        choosing it and the store's bind (another process drew it meanwhile: free ports are
+        only free when looked at) means new ports and another try; a restart under a running
+        broker must keep its ports, so there it is an error."""
+        first = not self._started
+        for attempt in range(START_ATTEMPTS):
+            try:
+                self._start_once(timeout)
+            except ObjectStoreError:
+                if not (first and attempt + 1 < START_ATTEMPTS and self._lost_a_port()):
+                    raise
+                log.warning(
+                    "object store in %s: a port was taken before it bound it", self.directory
+                )
+                (self.directory / PORTS_FILE).unlink(missing_ok=True)
+                self.ports = _ports(self.directory / PORTS_FILE)
+                continue
+            self._started = True
+            return
+
+    def _lost_a_port(self) -> bool:
+        """The last start failed on a port in use (its log says so)."""
+        try:
+            with open(self.log_path, "rb") as log_file:
+                log_file.seek(self._log_start)
+                text = log_file.read()
+        except OSError:
+            return False
+        # weed mini checks its ports before it starts (the first), and a bind can still lose
+        # the race after that check (the second).
+        return b"Port allocation failed" in text or b"address already in use" in text
+
+    def _start_once(self, timeout: float) -> None:
         if self.alive():
             return
         self.directory.mkdir(parents=True, exist_ok=True)
+        self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         with open(self.log_path, "ab") as log:
             self._proc = subprocess.Popen(
