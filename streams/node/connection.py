@@ -1,7 +1,7 @@
 """The connection commands a Redis client sends besides data commands: PING, ECHO, HELLO, AUTH
-(`auth`), SELECT, QUIT, RESET. CLIENT is in `clients`, COMMAND in `introspection`, INFO in
-`info`, CONFIG in `settings`, MULTI / EXEC in `transactions`; which of them a request names is
-decided once, by `router`.
+(`auth`), SELECT, QUIT, RESET, and TIME (a server command, used by clients the same way).
+CLIENT is in `clients`, COMMAND in `introspection`, INFO in `info`, CONFIG in `settings`,
+MULTI / EXEC in `transactions`; which of them a request names is decided once, by `router`.
 
 They act on the connection's `Client` record, not on the replicated state, so they live apart
 from `streams.commands`. Replies follow redis-server 7.0.15 byte for byte (checked by
@@ -72,6 +72,13 @@ def hello(client: Client, args: list[bytes], config: auth.AuthConfig) -> Reply:
             (b"modules", []),
         )
     )
+
+
+def server_time(now_s: float) -> Reply:
+    """TIME: the node's clock as Redis answers it, seconds and microseconds as bulk strings (a
+    read of this node's clock only; no op carries it)."""
+    micros = int(now_s * 1_000_000)
+    return [b"%d" % (micros // 1_000_000), b"%d" % (micros % 1_000_000)]
 
 
 def select(client: Client, args: list[bytes]) -> Reply:

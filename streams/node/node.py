@@ -317,6 +317,7 @@ class RegionNode:
             **connection.builtins(self.options.auth, self.clients),
             **cluster.builtins(self.layout, self._keys, self.clock.now_ms),
             "info": sync(lambda c, a: info_command.info(a, self.report.info_sections())),
+            "time": sync(lambda c, a: connection.server_time(self.options.clock())),
             "config": sync(self._config),
             "slowlog": sync(lambda c, a: slowlog.slowlog(a, self.stats.slowlog)),
             "latency": sync(self._latency),

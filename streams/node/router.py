@@ -29,7 +29,7 @@ BUILTINS: dict[str, Command] = {
     c.name: c
     for c in [
         *(command(name) for name in "ping echo hello auth quit reset select".split()),
-        *(command(name) for name in "multi exec discard watch unwatch info".split()),
+        *(command(name) for name in "multi exec discard watch unwatch info time".split()),
         _container("config", "get set resetstat rewrite help"),
         _container("slowlog", "get len reset help"),
         _container("latency", "doctor graph help histogram history latest reset"),

@@ -16,7 +16,7 @@ import hiredis
 import pytest
 import redis
 from fuzz_words import OPTION_WORDS
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support import wait_until
 
@@ -347,8 +347,18 @@ fuzz_input = st.lists(st.one_of(valid_frame, bad_frame), min_size=1, max_size=6)
 )
 
 
+def _clock(reply: object) -> bool:
+    """A TIME reply (seconds, microseconds): two clocks never agree on its value."""
+    return (
+        isinstance(reply, list)
+        and len(reply) == 2
+        and all(isinstance(part, bytes) and part.isdigit() for part in reply)
+    )
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=fuzz_input)
+@example(data=b"\x01*2\r\n$4\r\nECHO\r\n$4\r\ntime\r\n")  # TIME was unsupported (CI, 2026-11-25)
 def test_fuzzed_frames_get_the_replies_and_close_redis_would_give(
     topo: LocalTopology, redis_server: object, data: bytes
 ) -> None:
@@ -359,7 +369,7 @@ def test_fuzzed_frames_get_the_replies_and_close_redis_would_give(
     if theirs.closed and theirs.replies:  # the protocol error itself, byte for byte
         assert str(ours.replies[-1]) == str(theirs.replies[-1])
     for mine, real in zip(ours.replies, theirs.replies, strict=True):
-        if not isinstance(real, hiredis.ReplyError):
+        if not isinstance(real, hiredis.ReplyError) and not (_clock(mine) and _clock(real)):
             assert mine == real
 
 

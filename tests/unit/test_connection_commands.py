@@ -18,6 +18,7 @@ from streams.crdt import ops
 from streams.node import router, transactions
 from streams.node.auth import AuthConfig
 from streams.node.clients import QUEUED, Clients
+from streams.node.connection import server_time
 from streams.node.memory import MemoryLog
 from streams.node.node import NodeOptions, RegionNode
 from streams.ops.codec import decode
@@ -627,3 +628,10 @@ def test_a_write_that_cannot_be_encoded_is_refused_alone_and_applies_nothing(
     assert c.call("XADD", "good", "*", "f", "v").startswith(b"$")
     assert c.call("XLEN", "good") == b":2\r\n"
     assert len(appends(node)) == 2 and node.shards.shards[0].loading is None
+
+
+def test_time_answers_the_nodes_clock_as_redis_does() -> None:
+    """TIME: seconds and microseconds as bulk strings (the fuzz met it: redis-server answers
+    it, the node called it unsupported)."""
+    assert server_time(1_795_586_491.5) == [b"1795586491", b"500000"]
+    assert server_time(5.0) == [b"5", b"0"]
