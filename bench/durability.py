@@ -31,7 +31,7 @@ from confluent_kafka import Producer
 from bench.latency import percentiles
 from bench.restart import fill, info
 from bench.shards import idle_cpu
-from bench.throughput import run_benchmarks, xadd_benchmark_command
+from bench.throughput import run_benchmarks, write_section, xadd_benchmark_command
 from topology.local import LocalTopology
 
 NAME = "durability"
@@ -210,20 +210,6 @@ def markdown(rows: list[dict[str, object]], restart: dict[str, float], requests:
     return "\n".join(lines)
 
 
-def write_at_end(path: Path, section: str) -> None:
-    """This harness's section of the benchmarks page, replaced in place or appended at the end."""
-    begin, end = f"<!-- bench:{NAME} begin -->", f"<!-- bench:{NAME} end -->"
-    text = path.read_text()
-    block = f"{begin}\n{section}{end}\n"
-    if begin in text and end in text:
-        head, _, rest = text.partition(begin)
-        _, _, tail = rest.partition(end + "\n")
-        text = head + block + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + block
-    path.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.durability")
     parser.add_argument("--rounds", type=int, default=2)
@@ -242,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     restart = restart_figures(args.restart, args.tail)
     section = markdown(rows, restart, args.requests)
     if args.out:
-        write_at_end(Path(args.out), section)
+        write_section(Path(args.out), section, NAME, at_end=True)
     else:
         print(section)
     return 0

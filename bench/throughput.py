@@ -381,8 +381,11 @@ def spread(values: list[float]) -> tuple[float, float, float] | None:
     return min(values), statistics.median(values), max(values)
 
 
-def write_section(path: Path, section: str, name: str = "throughput") -> None:
-    """Replace one harness's section of the benchmarks page (other sections stay)."""
+def write_section(
+    path: Path, section: str, name: str = "throughput", *, at_end: bool = False
+) -> None:
+    """Replace one harness's section of the benchmarks page (other sections stay); a new
+    section goes under the title, or at the end of the page (`at_end`)."""
     begin, end = f"<!-- bench:{name} begin -->", f"<!-- bench:{name} end -->"
     text = path.read_text() if path.exists() else "# Benchmarks\n"
     block = f"{begin}\n{section}{end}\n"
@@ -390,6 +393,8 @@ def write_section(path: Path, section: str, name: str = "throughput") -> None:
         head, _, rest = text.partition(begin)
         _, _, tail = rest.partition(end + "\n")
         text = head + block + tail
+    elif at_end:
+        text = text.rstrip("\n") + "\n\n" + block
     else:
         title, _, body = text.partition("\n")
         text = f"{title}\n\n{block}{body}"
