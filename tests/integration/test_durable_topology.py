@@ -22,6 +22,8 @@ from pathlib import Path
 
 import redis
 
+from integration.test_streams_up import region_ports
+from integration.test_streams_up import streams_up as cli_up
 from streams import exits
 from topology.objectstore import CREDENTIALS_FILE
 
@@ -33,34 +35,12 @@ GROUP = b"g"
 def streams_up(data: Path, state: Path) -> Iterator[tuple[subprocess.Popen[str], list[int]]]:
     """`streams up --regions 2` (durable) once it serves, with each region's RESP port; killed
     if the test leaves it running."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streams.cli", "up", "--regions", "2"]
-        + ["--data-dir", str(data), "--state-dir", str(state)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        lines: list[str] = []
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if line.startswith("replicating continuously"):
-                break
-        text = "".join(lines)
-        assert "replicating continuously" in text, text
+    args = ("--regions", "2", "--data-dir", str(data), "--state-dir", str(state))
+    with cli_up(*args, durable=True) as (proc, text):
         assert f"durable (data in {data.resolve()})" in text, text
-        ports = [int(p) for p in re.findall(r"^r\d+\s+\d+\s+[\d.]+:(\d+)", text, re.M)]
+        ports = region_ports(text)
         assert len(ports) == 2, text
         yield proc, ports
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def write(client: redis.Redis, tag: bytes, count: int) -> None:

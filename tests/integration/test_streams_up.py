@@ -31,10 +31,10 @@ def streams(*args: str) -> subprocess.Popen[str]:
 
 
 @contextmanager
-def streams_up(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+def streams_up(*args: str, durable: bool = False) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """`streams up ARGS` once it serves, with what it printed until then; killed if the test
-    leaves it running."""
-    proc = streams("up", "--ephemeral", *args)
+    leaves it running. Ephemeral brokers unless `durable`."""
+    proc = streams("up", *args) if durable else streams("up", "--ephemeral", *args)
     lines: list[str] = []
     try:
         assert proc.stdout is not None
