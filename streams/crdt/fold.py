@@ -17,6 +17,9 @@ the input (a local op whose ctx lies beyond a cut can never be applied; the ops 
 Positions: `safe_positions()` is, per partition, the offset of the first record fed but not
 applied (held by the causal buffer, a gate or a cut), else the next offset: a snapshot taken at
 those positions plus a replay of the tail from them loses nothing and applies nothing twice.
+A record may hold several ops (`streams.ops.pack`): the readers feed each under the record's
+offset, and the record counts as applied once all of them are (the ones applied before are
+duplicates when the tail is replayed, which the fold drops).
 """
 
 from __future__ import annotations
@@ -70,7 +73,9 @@ class Fold:
         self.beyond_cut = 0
         self._where: dict[tuple[int, int], list[tuple[Partition, int]]] = {}
         self._where_local: dict[int, list[tuple[Partition, int]]] = {}
-        self._unapplied: dict[Partition, set[int]] = {}
+        self._unapplied: dict[Partition, dict[int, int]] = {}
+        """Per partition, offset -> ops fed from that record and not applied yet (a pack holds
+        several ops under one offset)."""
         self._local: SortedDict = SortedDict()  # seq -> LocalOp
         self._gate: dict[int, int] | None = None  # the head local op's ctx, as a dict
         self._gated: dict[int, dict[int, ops.Op]] = {}
@@ -123,11 +128,19 @@ class Fold:
     # --- internals ----------------------------------------------------------------------------
 
     def _track(self, part: Partition, offset: int) -> None:
-        self._unapplied.setdefault(part, set()).add(offset)
+        counts = self._unapplied.get(part)
+        if counts is None:
+            counts = self._unapplied[part] = {}
+        counts[offset] = counts.get(offset, 0) + 1
 
     def _untrack(self, places: list[tuple[Partition, int]]) -> tuple[Partition, int]:
         for part, offset in places:
-            self._unapplied[part].discard(offset)
+            counts = self._unapplied[part]
+            left = counts[offset] - 1
+            if left:
+                counts[offset] = left
+            else:
+                del counts[offset]
         return places[0]
 
     def _beyond(self, origin: int, seq: int) -> bool:

@@ -43,7 +43,8 @@ from confluent_kafka import KafkaException, Message
 
 from streams.crdt import ops
 from streams.node.trust import ForgedRecord, RecordGate, UntrustedRecord
-from streams.ops.codec import DecodeError, decode
+from streams.ops.codec import DecodeError
+from streams.ops.pack import decode_each
 from topology.kafka import Pacing, Partition
 from topology.paced import PacedConsumer
 from topology.topics import is_oplog_topic
@@ -218,13 +219,15 @@ class Materializer:
         dropped = self._reader.unassign(self._part(t) for t in self.own_topics)
         self.own_positions.update({topic: offset for (topic, _p), offset in dropped.items()})
 
-    def _decode(self, msg: Message[Any, Any]) -> Decoded | None:
-        """The decoded record; None for an undecodable one the operator named to skip."""
+    def _decode(self, msg: Message[Any, Any]) -> list[Decoded]:
+        """The ops of one Kafka record (a pack's, or a single one), as the gate admits them;
+        none for an undecodable record the operator named to skip, or a forged one."""
         topic = msg.topic() or ""
         partition = msg.partition() or 0
         offset = msg.offset() or 0
+        value = msg.value()
         try:
-            record = decode(msg.value())
+            each = decode_each(value)
         except DecodeError as exc:
             if (topic, partition, offset) in self.skip_records:
                 self.records_skipped += 1
@@ -237,32 +240,42 @@ class Materializer:
                     offset,
                     exc,
                 )
-                return None
+                return []
             raise CorruptRecord(topic, partition, offset, str(exc)) from exc
         named = (topic, partition, offset) in self.skip_records
-        if self.gate is not None:
-            try:
-                self.gate.check(
+        gate = self.gate
+        if gate is None:
+            if named:
+                log.warning(
+                    "%s: --skip-record names topic %s partition %d offset %d, but that record "
+                    "decodes: applied, not skipped",
+                    self.name,
                     topic,
                     partition,
                     offset,
-                    msg.value() or b"",
-                    record,
-                    remember=not named,
-                    headers=msg.headers(),
                 )
-            except ForgedRecord as exc:
-                self.records_skipped += 1
-                log.warning("%s: skipped: %s", self.name, exc)
-                return None
+            return [Decoded(topic, partition, offset, record) for _item, record in each]
+        try:
+            if gate.signs:
+                gate.check_signature(
+                    topic, partition, offset, value or b"", each[0][1], msg.headers()
+                )
+        except ForgedRecord as exc:
+            self.records_skipped += 1
+            log.warning("%s: skipped: %s", self.name, exc)
+            return []
+        out: list[Decoded] = []
+        for item, record in each:
+            try:
+                gate.check_op(topic, partition, offset, item, record, remember=not named)
             except UntrustedRecord as exc:
                 if not named:
                     raise
                 self.records_skipped += 1
                 log.warning("%s: skipping as --skip-record asked: %s", self.name, exc)
-                return None
+                return []
             if named and isinstance(record, ops.Op):
-                self.gate.withhold(topic, partition, offset, record)
+                gate.withhold(topic, partition, offset, record)
                 log.warning(
                     "%s: --skip-record names topic %s partition %d offset %d, which decodes: "
                     "withheld until another record carrying its dot %d:%d arrives",
@@ -273,8 +286,8 @@ class Materializer:
                     record.origin,
                     record.seq,
                 )
-                return None
-            rival = self.gate.resolves(record)
+                continue
+            rival = gate.resolves(record)
             if rival is not None:
                 self.records_skipped += 1
                 log.warning(
@@ -287,16 +300,8 @@ class Materializer:
                     partition,
                     offset,
                 )
-        elif named:
-            log.warning(
-                "%s: --skip-record names topic %s partition %d offset %d, but that record "
-                "decodes: applied, not skipped",
-                self.name,
-                topic,
-                partition,
-                offset,
-            )
-        return Decoded(topic, partition, offset, record)
+            out.append(Decoded(topic, partition, offset, record))
+        return out
 
     def _refuse_unresolved_skips(self) -> None:
         """A record named by --skip-record that decodes, passes the checks and met no rival
@@ -325,8 +330,7 @@ class Materializer:
                         # is looked up again later; reading goes on with what is assigned.
                         log.warning("%s: cannot list topics, retrying: %s", self.name, exc)
                         next_refresh = now + TOPIC_RETRY_S
-                decoded = (self._decode(msg) for msg in self._reader.poll())
-                batch = [record for record in decoded if record is not None]
+                batch = [d for msg in self._reader.poll() for d in self._decode(msg)]
                 self.records_read += len(batch)
                 if batch:
                     self._on_batch(batch)

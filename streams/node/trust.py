@@ -26,7 +26,8 @@ place, and a named record that meets no such rival by the end of catching up sto
 (skipping a real op would make the region diverge for good).
 
 Records are authenticated when the topology gives a region a `signing_key`: its writer adds
-an HMAC-SHA256 of each record's value in the `streams.sig` header (`sign`), and every reader
+an HMAC-SHA256 of each Kafka record's value (a pack of ops or a single op) in the `streams.sig`
+header (`sign`), and every reader
 refuses that region's records without it or with a wrong one, so a producer with broker access
 but no key cannot forge the region's ops: such a record is skipped, counted and logged (it
 cannot be real, so nothing is lost and replication goes on). The value holds the dot and the
@@ -155,27 +156,59 @@ class RecordGate:
         remember: bool = True,
         headers: ReadHeaders | None = None,
     ) -> None:
-        """Raise UntrustedRecord if `record` (read at `topic`/`partition`/`offset` with the bytes
-        `value`) must not be applied; `remember=False` checks without taking its dot (a
-        record withheld on the operator's word)."""
-        if isinstance(record, ops.LocalOp):
-            origin = record.region  # the region's own .local topic; the fold checks the region
-        else:
-            origin = record.origin
-        key = self.keys.get(origin)
-        if key is not None:
-            found = _signature_of(headers)
-            if found is None or not hmac.compare_digest(found, signature(key, value)):
-                raise ForgedRecord(
-                    topic,
-                    partition,
-                    offset,
-                    f"region {self.regions.get(origin, origin)} signs its records and this one "
-                    + ("is not signed" if found is None else "carries a wrong signature")
-                    + f" ({SIGNATURE_HEADER} header): it was not written by the region's writer",
-                )
-        if isinstance(record, ops.LocalOp):
+        """Raise UntrustedRecord if `record`, the one op of a single Kafka record (read at
+        `topic`/`partition`/`offset` with the bytes `value`), must not be applied; `remember=False`
+        checks without taking its dot (a record withheld on the operator's word)."""
+        self.check_signature(topic, partition, offset, value, record, headers)
+        self.check_op(topic, partition, offset, value, record, remember=remember)
+
+    def check_signature(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        value: bytes,
+        record: ops.Op | ops.LocalOp,
+        headers: ReadHeaders | None,
+    ) -> None:
+        """Raise ForgedRecord if `record`'s region signs its records and the Kafka record
+        (`value`: the whole record, a pack of several ops or a single one) does not carry its
+        signature. Once per Kafka record: a pack's ops share its signature."""
+        key = self.keys.get(record.region if isinstance(record, ops.LocalOp) else record.origin)
+        if key is None:
             return
+        found = _signature_of(headers)
+        if found is None or not hmac.compare_digest(found, signature(key, value)):
+            origin = record.region if isinstance(record, ops.LocalOp) else record.origin
+            raise ForgedRecord(
+                topic,
+                partition,
+                offset,
+                f"region {self.regions.get(origin, origin)} signs its records and this one "
+                + ("is not signed" if found is None else "carries a wrong signature")
+                + f" ({SIGNATURE_HEADER} header): it was not written by the region's writer",
+            )
+
+    @property
+    def signs(self) -> bool:
+        """Whether any region signs its records (else readers need not fetch headers)."""
+        return bool(self.keys)
+
+    def check_op(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        value: bytes,
+        record: ops.Op | ops.LocalOp,
+        *,
+        remember: bool = True,
+    ) -> None:
+        """The checks of one op (`value`: its own record bytes, a pack's item or a single
+        record's value): its origin, its topic, its dot against the dots read before."""
+        if isinstance(record, ops.LocalOp):
+            return  # the region's own .local topic; the fold checks the region
+        origin = record.origin
         name = self.regions.get(origin)
         if name is None:
             known = ", ".join(f"{n} (id {i})" for i, n in sorted(self.regions.items()))

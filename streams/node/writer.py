@@ -33,6 +33,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from streams.node.trust import signed
 from streams.ops.codec import Sealed
+from streams.ops.pack import pack_sealed, packed
 from topology import kafka
 
 log = logging.getLogger(__name__)
@@ -119,7 +120,8 @@ class RegionWriter:
         """Append one batch in one transaction, committed by `deadline` (time.monotonic(); else
         within the writer's timeout) or failed. The ops were encoded when they were issued
         (`streams.ops.codec.seal`), so this thread runs little Python and holds the GIL little:
-        it competes with the event loop for it."""
+        it competes with the event loop for it. Each topic's ops go as few records as
+        `streams.ops.pack` allows (packs of many ops; a lone op as a plain record)."""
         if not replicated and not local:
             return
         if deadline is None:
@@ -139,8 +141,9 @@ class RegionWriter:
             producer.begin_transaction()
             key = self.signing_key
             for topic, records in ((self.oplog_topic, replicated), (self.local_topic, local)):
-                last = len(records) - 1
-                for i, record in enumerate(records):
+                runs = list(packed([r.value for r in records]))
+                for i, (start, end) in enumerate(runs):
+                    record = pack_sealed(records[start:end])
                     producer.produce(
                         topic,
                         partition=self.partition,
@@ -149,7 +152,7 @@ class RegionWriter:
                         headers=record.headers
                         if key is None
                         else signed(record.headers, key, record.value),
-                        on_delivery=self._delivered if i == last else None,
+                        on_delivery=self._delivered if i == len(runs) - 1 else None,
                     )
             if self.fail_next > 0:
                 self.fail_next -= 1

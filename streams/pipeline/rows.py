@@ -8,7 +8,10 @@ Columns (the Kafka source's plus the decoded op):
   kind ('op' replicated, 'local' region-local), origin (writing region id), seq (its op number),
   ctx (causal context: region id -> seq), ts (the origin's wall-clock time of the op),
   key (the stream key, bytes), op (body type: XAdd, Del, ...), args (the body without the key,
-  as JSON), value (the raw Avro record, what the folds decode), and headers (includeHeaders).
+  as JSON), value (the raw Avro record of the op, what the folds decode), and headers
+  (includeHeaders). A Kafka record that is a pack of several ops (`streams.ops.pack`) gives a
+  row per op, each with the record's topic, partition, offset, timestamp and headers and the
+  op's own record bytes as `value`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from confluent_kafka import Message
 
 from streams.crdt.ops import LocalOp, Op
 from streams.ops.codec import DEFAULT_CODEC, Datum, DecodeError
+from streams.ops.pack import PackError, is_pack, unpack
 
 SCHEMA_DDL = (
     "topic string, partition int, offset long, timestamp timestamp, timestampType int, "
@@ -112,44 +116,50 @@ def to_batches(
         value = msg.value()
         topic = msg.topic() or ""
         offset = msg.offset() or 0
-        row: dict[str, Any] = {
-            "topic": topic,
-            "partition": msg.partition(),
-            "offset": offset,
-            "value": value,
-        }
+        record: dict[str, Any] = {"topic": topic, "partition": msg.partition(), "offset": offset}
         if "timestamp" in names or "timestampType" in names:
             ts_type, ts = msg.timestamp()
-            row["timestamp"] = ts * 1000 if ts_type else None
-            row["timestampType"] = ts_type - 1 if ts_type else -1
-        try:  # always: a record that is not an op-log record is an error whatever is read
-            datum = DEFAULT_CODEC.decode_datum(value)
-        except DecodeError as exc:
-            raise CorruptRecordError(
-                f"{topic}[{msg.partition()}] offset {offset} is not an op-log record: {exc}"
-            ) from exc
-        body_name, body = datum["body"]
-        row["kind"] = datum["kind"]
-        row["origin"] = datum["origin"]
-        row["seq"] = datum["seq"]
-        if "ctx" in names:
-            row["ctx"] = [(c["region"], c["seq"]) for c in datum["ctx"]]
-        row["ts"] = datum["ts_ms"] * 1000
-        row["key"] = body["key"]
-        row["op"] = body_name.rsplit(".", 1)[-1]
-        if "args" in names:
-            row["args"] = args_json(body)
+            record["timestamp"] = ts * 1000 if ts_type else None
+            record["timestampType"] = ts_type - 1 if ts_type else -1
         if "headers" in names:
-            row["headers"] = _headers(msg)
-        for name, col in cols.items():
-            col.append(row[name])
-        n += 1
-        if n == BATCH_ROWS:
-            yield pa.RecordBatch.from_pydict(cols, schema=schema)
-            cols = {f.name: [] for f in schema}
-            n = 0
+            record["headers"] = _headers(msg)
+        for item, datum in _datums(topic, msg.partition(), offset, value):
+            row = dict(record)
+            row["value"] = item
+            body_name, body = datum["body"]
+            row["kind"] = datum["kind"]
+            row["origin"] = datum["origin"]
+            row["seq"] = datum["seq"]
+            if "ctx" in names:
+                row["ctx"] = [(c["region"], c["seq"]) for c in datum["ctx"]]
+            row["ts"] = datum["ts_ms"] * 1000
+            row["key"] = body["key"]
+            row["op"] = body_name.rsplit(".", 1)[-1]
+            if "args" in names:
+                row["args"] = args_json(body)
+            for name, col in cols.items():
+                col.append(row[name])
+            n += 1
+            if n == BATCH_ROWS:
+                yield pa.RecordBatch.from_pydict(cols, schema=schema)
+                cols = {f.name: [] for f in schema}
+                n = 0
     if n:
         yield pa.RecordBatch.from_pydict(cols, schema=schema)
+
+
+def _datums(
+    topic: str, partition: int | None, offset: int, value: bytes | None
+) -> list[tuple[bytes, Datum]]:
+    """Each op of a Kafka record (a pack's items, or the record itself) with its raw datum:
+    always decoded, since a record that is not an op-log record is an error whatever is read."""
+    try:
+        items: list[bytes | None] = [*unpack(value)] if is_pack(value) else [value]
+        return [(item or b"", DEFAULT_CODEC.decode_datum(item)) for item in items]
+    except (DecodeError, PackError) as exc:
+        raise CorruptRecordError(
+            f"{topic}[{partition}] offset {offset} is not an op-log record: {exc}"
+        ) from exc
 
 
 def decode_value(value: bytes) -> Op | LocalOp:

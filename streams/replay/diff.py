@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from streams.crdt import ops
 from streams.crdt.fold import Applied, Fold
 from streams.crdt.region import Region
-from streams.ops.codec import decode
+from streams.ops.pack import decode_all
 from streams.progress import Progress
 from streams.replay import reader
 from streams.replay.describe import key_digests, text
@@ -73,7 +73,7 @@ def load(
 
     def sink(raw: reader.Raw) -> bool:
         part = (raw.topic, raw.partition)
-        records[raw.partition].append((part, raw.offset, decode(raw.value)))
+        records[raw.partition].extend((part, raw.offset, r) for r in decode_all(raw.value))
         tick.tick()
         return True
 

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from streams.crdt import ops
-from streams.ops.codec import DecodeError, decode
+from streams.ops.codec import DecodeError
+from streams.ops.pack import decode_all
 from streams.replay import reader
 from streams.replay.positions import PositionError
 from streams.slots import shard_of
@@ -109,7 +110,7 @@ def discover(bootstrap: str, region: str | None = None) -> Logs:
     region_id: int | None = None
     for (topic, _p), raw in sorted(reader.first_records(bootstrap, parts).items()):
         try:
-            record = decode(raw.value)
+            record = decode_all(raw.value)[0]
         except DecodeError:
             continue  # reported where it is read for real
         if isinstance(record, ops.Op):

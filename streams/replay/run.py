@@ -25,7 +25,8 @@ from streams.crdt import ops
 from streams.crdt.fold import Fold, Observer, Record
 from streams.crdt.region import Region
 from streams.ids import IdMode
-from streams.ops.codec import DecodeError, decode
+from streams.ops.codec import DecodeError
+from streams.ops.pack import decode_all
 from streams.progress import Progress
 from streams.replay import reader
 from streams.replay.describe import SCHEMA_VERSION
@@ -217,7 +218,7 @@ def replay(req: Request) -> Replayed:
         result.records += 1
         progress.tick()  # the records the result counts, so the two figures agree
         try:
-            record = decode(raw.value)
+            records = decode_all(raw.value)
         except DecodeError as exc:
             where = f"topic {raw.topic} partition {raw.partition} offset {raw.offset}"
             if req.on_corrupt != "skip":
@@ -238,17 +239,19 @@ def replay(req: Request) -> Replayed:
             audit.write(entry)
             fold.skip(part, raw.offset)
             return True
-        if isinstance(record, ops.Op):
-            top = (raw.partition, record.origin)
-            max_seq[top] = max(max_seq.get(top, 0), record.seq)
-        if req.listen is not None:
-            req.listen(part, raw.offset, record)
-        fold.feed(part, raw.offset, record)
+        for record in records:
+            if isinstance(record, ops.Op):
+                top = (raw.partition, record.origin)
+                max_seq[top] = max(max_seq.get(top, 0), record.seq)
+            if req.listen is not None:
+                req.listen(part, raw.offset, record)
+            fold.feed(part, raw.offset, record)
         # An op log's partition holds one origin's ops of one shard in seq order: past the
         # shard's cut, nothing more is needed.
-        if not isinstance(record, ops.Op) or fold.cut is None:
+        last = records[-1]
+        if not isinstance(last, ops.Op) or fold.cut is None:
             return True
-        return record.seq <= fold.cut.get(record.origin, 0)
+        return last.seq <= fold.cut.get(last.origin, 0)
 
     def read_from(topics: list[str]) -> dict[Partition, int]:
         begin = {

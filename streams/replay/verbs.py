@@ -16,7 +16,8 @@ import time
 from typing import Any
 
 from streams import exits
-from streams.ops.codec import DecodeError, decode
+from streams.ops.codec import DecodeError
+from streams.ops.pack import decode_all
 from streams.progress import Progress
 from streams.progress import wanted as progress_wanted
 from streams.replay import reader
@@ -111,7 +112,7 @@ def log(args: argparse.Namespace) -> int:
         if since is not None and raw.timestamp_ms is not None and raw.timestamp_ms < since:
             return True
         try:
-            record = decode(raw.value)
+            records = decode_all(raw.value)
         except DecodeError as exc:
             corrupt += 1
             if args.json:
@@ -122,12 +123,13 @@ def log(args: argparse.Namespace) -> int:
                 where = place(raw.topic, raw.partition, None, partitions)
                 print(f"{where}@{raw.offset:<6} CORRUPT: {exc}", flush=True)
             return True
-        if key is not None and record.body.key != key:
-            return True
-        if args.op and type(record.body).__name__.lower() != args.op.lower():
-            return True
-        view = record_view(raw.topic, raw.partition, raw.offset, raw.timestamp_ms, record)
-        print(json.dumps(view) if args.json else record_line(view, partitions), flush=True)
+        for record in records:  # a pack's ops share its offset
+            if key is not None and record.body.key != key:
+                continue
+            if args.op and type(record.body).__name__.lower() != args.op.lower():
+                continue
+            view = record_view(raw.topic, raw.partition, raw.offset, raw.timestamp_ms, record)
+            print(json.dumps(view) if args.json else record_line(view, partitions), flush=True)
         return True
 
     if args.follow:  # every partition at once, for as long as it runs

@@ -32,7 +32,7 @@ from redis.retry import Retry
 from support import wait_until
 
 from streams.crdt import ops
-from streams.ops.codec import decode
+from streams.ops.pack import decode_all
 from streams.replay.run import Request, replay
 from topology.local import LocalTopology
 
@@ -618,9 +618,9 @@ def log_dots(bootstrap: str, topic: str) -> list[tuple[int, int]]:
                 return dots
             value = msg.value()
             assert value is not None
-            record = decode(value)
-            assert isinstance(record, ops.Op), f"{topic} holds a {type(record).__name__}"
-            dots.append((record.origin, record.seq))
+            for record in decode_all(value):
+                assert isinstance(record, ops.Op), f"{topic} holds a {type(record).__name__}"
+                dots.append((record.origin, record.seq))
     finally:
         consumer.close()
 

@@ -12,7 +12,7 @@ import pytest
 import redis
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from streams.ops.codec import decode
+from streams.ops.pack import decode_all
 from topology.config import dumps
 from topology.local import LocalTopology
 from topology.mirror import MirrorSet
@@ -37,8 +37,7 @@ def _oplog_seqs(bootstrap: str, topic: str) -> list[int]:
             if msg.error():
                 assert msg.error().code() == KafkaError._PARTITION_EOF
                 return seqs
-            record = decode(msg.value())
-            seqs.append(record.seq)
+            seqs.extend(record.seq for record in decode_all(msg.value()))
     finally:
         consumer.close()
 
