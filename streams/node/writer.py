@@ -33,7 +33,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from streams.node.trust import signed
 from streams.ops.codec import Sealed
-from streams.ops.pack import pack_sealed, packed
+from streams.ops.pack import PACK_BYTES, pack_sealed, packed
 from topology import kafka
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,10 @@ class WriterFenced(WriterError):
 MAX_RECORD_BYTES = int(os.environ.get("STREAMS_MAX_RECORD_BYTES", kafka.MAX_RECORD_BYTES))
 """The largest op record the writer sends (`topology.kafka.MAX_RECORD_BYTES`, which brokers,
 mirrors and readers accept; the environment variable lowers it for tests)."""
+
+
+PACK_LIMIT = min(PACK_BYTES, MAX_RECORD_BYTES // 2)
+"""Packs of ops stay well under every record limit on the path (`streams.ops.pack`)."""
 
 
 def transactional_id(region_name: str, shard: int = 0, shards: int = 1) -> str:
@@ -141,7 +145,7 @@ class RegionWriter:
             producer.begin_transaction()
             key = self.signing_key
             for topic, records in ((self.oplog_topic, replicated), (self.local_topic, local)):
-                runs = list(packed([r.value for r in records]))
+                runs = list(packed([r.value for r in records], PACK_LIMIT))
                 for i, (start, end) in enumerate(runs):
                     record = pack_sealed(records[start:end])
                     producer.produce(
