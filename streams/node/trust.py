@@ -144,6 +144,8 @@ class RecordGate:
         self._topics: list[str] = []
         self._topic_index: dict[str, int] = {}
         self._withheld: dict[tuple[int, int], tuple[str, int, int]] = {}
+        self._home: dict[str, str | None] = {}
+        """Per topic read: the region whose op log it is (None: not an op log)."""
 
     def check(
         self,
@@ -218,13 +220,16 @@ class RecordGate:
                 offset,
                 f"its origin, region id {origin}, is not a region of the topology ({known})",
             )
-        if is_oplog_topic(topic) and topic_region(topic) != name:
+        home = self._home.get(topic, "")
+        if home == "":
+            home = self._home[topic] = topic_region(topic) if is_oplog_topic(topic) else None
+        if home is not None and home != name:
             raise UntrustedRecord(
                 topic,
                 partition,
                 offset,
                 f"it is an op of region {name} (dot {origin}:{record.seq}) in the op log of "
-                f"region {topic_region(topic)}",
+                f"region {home}",
             )
         if remember:
             self._check_dot(topic, partition, offset, origin, record.seq, digest(value))

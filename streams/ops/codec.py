@@ -448,14 +448,23 @@ def headers(record: Record) -> KafkaHeaders:
 
 
 class Sealed(NamedTuple):
-    """An op as the writer appends it: Kafka key (the stream key), value (`encode`), headers."""
+    """An op as the writer appends it: Kafka key (the stream key), value (`encode`), and the op
+    itself, whose headers are made only if the op is written as a record of its own (most go
+    in packs, `streams.ops.pack`, whose records have headers of their own: `fixed_headers`)."""
 
     key: bytes
     value: bytes
-    headers: KafkaHeaders
+    record: Record | None
+    fixed_headers: KafkaHeaders | None = None
+
+    @property
+    def headers(self) -> KafkaHeaders:
+        if self.fixed_headers is not None or self.record is None:
+            return self.fixed_headers or []
+        return headers(self.record)
 
 
 def seal(record: Record) -> Sealed:
     """Encode an op for the log; raises EncodeError when it cannot be, so the node refuses the
     command that made it before applying it, instead of failing a whole batch later."""
-    return Sealed(record.body.key, encode(record), headers(record))
+    return Sealed(record.body.key, encode(record), record)

@@ -159,7 +159,7 @@ def pack_sealed(run: Sequence[Sealed]) -> Sealed:
         ("type", b"OpPack"),
         ("count", b"%d" % len(run)),
     ]
-    return Sealed(b"", pack([r.value for r in run]), headers)
+    return Sealed(b"", pack([r.value for r in run]), None, headers)
 
 
 def packed(values: Sequence[bytes], limit: int = PACK_BYTES) -> Iterator[tuple[int, int]]:
