@@ -41,6 +41,13 @@ class CausalBuffer:
         The caller must apply the returned ops in order; `applied` is advanced as they are
         released.
         """
+        if not self._waiting:  # the common case: in order, nothing held back
+            at = self.applied.get(op.origin, 0)
+            if op.seq <= at:
+                return []
+            if op.seq == at + 1 and self._ready(op):
+                self.applied[op.origin] = op.seq
+                return [op]
         if self.is_duplicate(op):
             return []
         self._waiting.setdefault(op.origin, {})[op.seq] = op

@@ -10,6 +10,7 @@ lpStringToInt64 / lpEncodeGetType), and each element carries a back-length of 1 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from streams.numbers import string2ll
 
@@ -50,16 +51,30 @@ def int_size(v: int) -> int:
 
 def str_size(s: bytes) -> int:
     """Bytes of a string element as lpAppend stores it (as an integer when it reads as one)."""
-    v = string2ll(s)  # lpStringToInt64 is a copy of string2ll
-    if v is not None:
-        return int_size(v)
     n = len(s)
+    if n <= _INT64_DIGITS:
+        return _short_str_size(s)
     if n < 64:
         enc = 1 + n
     elif n < 4096:
         enc = 2 + n
     else:
         enc = 5 + n
+    return enc + _backlen(enc)
+
+
+_INT64_DIGITS = 20
+"""The longest string that can read as an int64 ("-9223372036854775808")."""
+
+
+@lru_cache(maxsize=1 << 16)
+def _short_str_size(s: bytes) -> int:
+    """`str_size` of a string short enough to read as an integer: field names and small values
+    repeat from entry to entry, and `string2ll` was most of the cost of sizing an entry."""
+    v = string2ll(s)  # lpStringToInt64 is a copy of string2ll
+    if v is not None:
+        return int_size(v)
+    enc = 1 + len(s)
     return enc + _backlen(enc)
 
 
@@ -75,11 +90,21 @@ def master_size(names: Sequence[bytes]) -> int:
 
 
 def entry_size(fields: Sequence[bytes], ms_delta: int, seq_delta: int, same: bool) -> int:
-    """One entry: flags, ID deltas, [num-fields], [field] value..., lp-count."""
+    """One entry: flags, ID deltas, [num-fields], [field] value..., lp-count. (Small integers,
+    the common case of every part, are sized inline: this runs for every entry applied.)"""
     n = len(fields) // 2
-    size = int_size(2 if same else 0) + int_size(signed64(ms_delta)) + int_size(signed64(seq_delta))
+    ms = signed64(ms_delta)
+    seq = signed64(seq_delta)
+    size = 2 + (2 if 0 <= ms <= 127 else int_size(ms)) + (2 if 0 <= seq <= 127 else int_size(seq))
+    short = _short_str_size
     if same:
-        size += sum(str_size(fields[k]) for k in range(1, len(fields), 2))
-        return size + int_size(n + 3)
-    size += int_size(n) + sum(str_size(f) for f in fields)
-    return size + int_size(n + 3 + n + 1)
+        for k in range(1, len(fields), 2):
+            f = fields[k]
+            size += short(f) if len(f) <= _INT64_DIGITS else str_size(f)
+        count = n + 3
+    else:
+        size += 2 if n <= 127 else int_size(n)
+        for f in fields:
+            size += short(f) if len(f) <= _INT64_DIGITS else str_size(f)
+        count = n + 3 + n + 1
+    return size + (2 if count <= 127 else int_size(count))
