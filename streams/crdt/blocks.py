@@ -242,7 +242,7 @@ def unpacked(p: PackedBlock) -> Block:
     """A closed block from its packed form, after checking it against its own payload (one
     `marshal.loads`, no entry decoded): the slot count, the first and last ID, the dead mask's
     range. Raises BlockError."""
-    if p.slots < 1 or not 0 <= p.dead < 1 << p.slots or p.lp_base <= 0:
+    if p.slots < 1 or p.dead < 0 or p.dead.bit_length() > p.slots or p.lp_base <= 0:
         raise BlockError(f"block at {p.first}: {p.slots} slots, dead mask or size out of range")
     if p.first > p.last or (p.first == p.last) != (p.slots == 1):
         raise BlockError(f"block at {p.first}: last ID {p.last} does not fit {p.slots} slots")
