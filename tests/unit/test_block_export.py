@@ -122,7 +122,7 @@ def _rdb_loaded_tree(logs: EntryLogs) -> tuple[int, int]:
     return keys, nodes + 1
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(before=st.lists(op, min_size=20, max_size=250), after=st.lists(op, max_size=80))
 def test_installed_blocks_are_the_same_log_and_go_on_the_same(
     before: list[Op], after: list[Op]
@@ -171,7 +171,7 @@ xdel = st.tuples(st.just("xdel"), st.integers(0, 500), st.integers(0, 400))
 digest_op = st.one_of(add, add, add, xdel, op)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     keys=st.lists(st.lists(digest_op, min_size=30, max_size=200), min_size=1, max_size=3),
     big=st.integers(0, 5000),
