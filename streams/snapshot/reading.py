@@ -124,8 +124,8 @@ class _Builder:
         if self.region is None and name != "Header":
             raise self.fail(f"{name} before the header")
         handler = getattr(self, f"_on_{name}", None)
-        other = _ENTRY_RECORD[3 - self.version]
-        if handler is None or name == other:
+        foreign = name in _ENTRY_RECORD.values() and name != _ENTRY_RECORD[self.version]
+        if handler is None or foreign:
             raise self.fail(f"unknown record type {name} (format version {self.version})")
         handler(body)
         self.count += 1
