@@ -32,8 +32,9 @@ deflate-compressed Avro blocks):
    truncated.
 
 Why blocks (version 2): a reader installs them (`EntryLogs.install_blocks`) instead of adding
-entries one by one, so a node restarts from 1M entries in about a tenth of the time, and its
-node boundaries and deleted slots survive the restart as Redis's do through an RDB. Version 1
+entries one by one (a 1M-entry snapshot reads in about an eighth of the CPU time, a node
+restarts from it about 4x faster), and its node boundaries and deleted slots survive the
+restart as Redis's do through an RDB. Version 1
 files (`schemas/snapshot_v1.avsc`: `EntryChunk`s of entries with their dot seq, in place of
 `EntryBlocks`) are still read, their entries re-packed; `write_snapshot(..., format_version=1)`
 still writes one (tests).
