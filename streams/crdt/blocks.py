@@ -12,15 +12,22 @@ arrays, and per entry either its values only (field names as the master's, Redis
 or its whole field list. Decoding a block costs one `marshal.loads`; the last blocks decoded are
 cached, so scans and repeated reads of a block pay it once. The node limits are Redis's CONFIG
 settings (`set_node_limits`), read when a block is filled.
+
+Export and import (`PackedBlock`): a snapshot stores each block as it is (its payload bytes and
+the few numbers the log indexes by), as Redis's RDB stores each listpack node, so a restart
+installs blocks without re-inserting entries and keeps their boundaries. `BLOCK_FORMAT` names the
+payload encoding; an import checks what the log relies on (slot count, first and last ID, the
+dead mask's range) against the payload itself, and refuses a block that does not agree.
 """
 
 from __future__ import annotations
 
 import marshal
+import sys
 from array import array
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from streams.crdt.listpack import LP_EMPTY, entry_size, int_size, master_size
 from streams.crdt.ops import Fields
@@ -48,6 +55,15 @@ def set_node_limits(*, max_bytes: int | None = None, max_entries: int | None = N
 def node_limits() -> tuple[int, int]:
     """(stream-node-max-bytes, stream-node-max-entries) in force."""
     return _limits["bytes"], _limits["entries"]
+
+
+BLOCK_FORMAT = f"marshal-tuple-1/{sys.byteorder}"
+"""The payload encoding a snapshot names, so that a build holding blocks otherwise refuses them:
+`_encode`'s tuple layout (version 1), its integer arrays in this machine's byte order."""
+
+
+class BlockError(ValueError):
+    """A packed block (from a snapshot) that the log cannot hold as it is."""
 
 
 # --- block encoding ----------------------------------------------------------------------------
@@ -198,6 +214,52 @@ class Block:
             if not dead >> i & 1:
                 return i
         return None
+
+
+class PackedBlock(NamedTuple):
+    """A block as a snapshot stores it: `payload` is `_encode`'s bytes (the open tail encoded
+    too), `dead` the mask of deleted slots, `lp_base` what decides where Redis would close it."""
+
+    first: StreamID
+    last: StreamID
+    slots: int
+    dead: int
+    lp_base: int
+    payload: bytes
+
+
+def packed(block: Block) -> PackedBlock:
+    """The block as it is, without changing it (an open tail is encoded, not sealed)."""
+    payload = block.payload
+    if block.open is not None:
+        ids, dots, fields, _names = block.open
+        payload = _encode(ids, dots, fields)
+    assert payload is not None
+    return PackedBlock(block.first, block.last, block.slots, block.dead, block.lp_base, payload)
+
+
+def unpacked(p: PackedBlock) -> Block:
+    """A closed block from its packed form, after checking it against its own payload (one
+    `marshal.loads`, no entry decoded): the slot count, the first and last ID, the dead mask's
+    range. Raises BlockError."""
+    if p.slots < 1 or p.dead < 0 or p.dead.bit_length() > p.slots or p.lp_base <= 0:
+        raise BlockError(f"block at {p.first}: {p.slots} slots, dead mask or size out of range")
+    if p.first > p.last or (p.first == p.last) != (p.slots == 1):
+        raise BlockError(f"block at {p.first}: last ID {p.last} does not fit {p.slots} slots")
+    try:
+        _master, ms0, seq0, _dot0, msd, seqd, dotd, rows, _same = marshal.loads(p.payload)
+        ms_deltas, seq_deltas = _unpack_ints(msd), _unpack_ints(seqd)
+        counts = {len(ms_deltas), len(seq_deltas), len(_unpack_ints(dotd)), len(rows)}
+        last = (ms0 + ms_deltas[-1], seq0 + seq_deltas[-1])
+    except Exception as exc:  # marshal raises EOFError, ValueError, TypeError ...: no base
+        raise BlockError(f"block at {p.first}: payload does not decode ({exc!r})") from exc
+    if counts != {p.slots} or (ms0, seq0) != p.first or last != p.last:
+        raise BlockError(f"block at {p.first}: payload disagrees with its first/last ID or slots")
+    block = Block.__new__(Block)
+    block.first, block.last, block.slots = p.first, p.last, p.slots
+    block.dead, block.lp_base, block.payload, block.open = p.dead, p.lp_base, p.payload, None
+    block.live = p.slots - p.dead.bit_count()
+    return block
 
 
 def rebuilt(ids: list[StreamID], dots: list[int], fields: list[Fields]) -> Block:

@@ -22,15 +22,27 @@ from collections.abc import Iterator, Sequence
 from streams.crdt.blocks import (
     LISTPACK_MAX_SIZE,
     Block,
+    BlockError,
+    PackedBlock,
     node_limits,
+    packed,
     rebuilt,
     set_node_limits,
+    unpacked,
 )
 from streams.crdt.ops import Fields
 from streams.crdt.radix import Rax, rax_key
 from streams.ids import MAX_ID, MIN_ID, StreamID
 
-__all__ = ["DottedEntry", "EntryLogs", "MergedEntry", "node_limits", "set_node_limits"]
+__all__ = [
+    "BlockError",
+    "DottedEntry",
+    "EntryLogs",
+    "MergedEntry",
+    "PackedBlock",
+    "node_limits",
+    "set_node_limits",
+]
 
 MergedEntry = tuple[StreamID, int, Fields]
 """(id, origin, fields) as the merged views yield them."""
@@ -73,6 +85,28 @@ class OriginLog:
         self.starts[k] = block.first
         if k != len(self.blocks) - 1:
             block.seal()
+
+    def install(self, blocks: Sequence[PackedBlock]) -> int:
+        """Append packed blocks after this log's last one (a snapshot's, in ID order), as they
+        are; returns the live entries they hold. The radix tree grows by inserting their first
+        IDs in order, as Redis's RDB load does. Raises BlockError (the log unchanged) when a
+        block is inconsistent or out of order."""
+        made = [unpacked(p) for p in blocks]
+        last = self.blocks[-1].last if self.blocks else None
+        for block in made:
+            if last is not None and block.first <= last:
+                raise BlockError(f"block at {block.first} does not follow the one ending {last}")
+            last = block.last
+        if self.blocks and made:
+            self.blocks[-1].seal()
+        live = 0
+        for block in made:
+            self.starts.append(block.first)
+            self.blocks.append(block)
+            self.rax.insert(rax_key(block.first))
+            live += block.live
+        self.live += live
+        return live
 
     def tail_takes(self, fields: Fields) -> bool:
         """Would the next entry go into the tail block (Redis: no new node)?"""
@@ -367,6 +401,25 @@ class EntryLogs:
         return heapq.merge(*iters)
 
     # --- nodes -----------------------------------------------------------------------------------
+
+    def packed_blocks(self, origin: int) -> list[PackedBlock]:
+        """One origin's blocks as a snapshot stores them, in ID order (the state unchanged)."""
+        log = self.logs.get(origin)
+        return [] if log is None else [packed(block) for block in log.blocks]
+
+    def install_blocks(self, origin: int, blocks: Sequence[PackedBlock]) -> int:
+        """Append one origin's packed blocks (a snapshot's, possibly in several calls) after its
+        last block; returns the live entries added. Raises BlockError, changing nothing, for a
+        block that is inconsistent or not after the ones before it."""
+        log = self.logs.get(origin)
+        fresh = log is None
+        if log is None:
+            log = OriginLog()
+        live = log.install(blocks)
+        if fresh and log.blocks:
+            self.logs[origin] = log
+        self.length += live
+        return live
 
     def blocks(self, origin: int) -> Sequence[Block]:
         """One origin's blocks in ID order (read-only: trimming plans whole-node removal)."""

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from streams.crdt import ops
+from streams.crdt.digest import feed, feed_entries
 from streams.crdt.entries import EntryLogs
 from streams.crdt.groups import Group, initial_cursors, pel_key
 from streams.ids import MIN_ID, StreamID
@@ -243,19 +244,17 @@ class State:
         """Hex digest of the replicated state: every existing key's entries and group names."""
         h = hashlib.sha256()
         for key in sorted(self.existing_keys()):
-            ks = self.keys[key]
-            _feed(h, b"K", key)
-            for sid, origin, fields in ks.entries.range(MIN_ID, (2**64 - 1, 2**64 - 1)):
-                _feed(h, b"E", b"%d-%d@%d" % (sid[0], sid[1], origin))
-                for item in fields:
-                    _feed(h, b"F", item)
-            for name in sorted(ks.groups):
-                _feed(h, b"G", name)
+            feed_key(h.update, key, self.keys[key])
         return h.hexdigest()
 
 
-def _feed(h: Any, tag: bytes, data: bytes) -> None:
-    h.update(tag + len(data).to_bytes(8, "big") + data)
+def feed_key(update: Callable[[bytes], object], key: bytes, ks: KeyState) -> None:
+    """What `State.digest` feeds sha256 for one existing key (`streams.crdt.digest` says how):
+    `K` key, its entries in merged order, `G` and each group name in byte order."""
+    feed(update, b"K", key)
+    feed_entries(update, ks.entries)
+    for name in sorted(ks.groups):
+        feed(update, b"G", name)
 
 
 # --- local ops -------------------------------------------------------------------------------

@@ -32,8 +32,7 @@ import fastavro
 
 from streams.avro_binary import long_bytes
 from streams.crdt.region import Region
-from streams.crdt.state import KeyState
-from streams.ids import MAX_ID, MIN_ID
+from streams.crdt.state import KeyState, feed_key
 from streams.snapshot.format import _NS, _PARSED, FORMAT_VERSION, MAGIC_KEY, Partition, _records
 
 SYNC_INTERVAL = 16_000
@@ -59,22 +58,12 @@ def _encode(record: dict[str, Any]) -> bytes:
     return buf.getvalue()
 
 
-def _feed(out: list[bytes], tag: bytes, data: bytes) -> None:
-    out.append(tag + len(data).to_bytes(8, "big") + data)
-
-
 def digest_feed(key: bytes, ks: KeyState) -> bytes:
     """What `State.digest()` feeds sha256 for this key (nothing for a key that does not exist)."""
     if not ks.exists:
         return b""
     out: list[bytes] = []
-    _feed(out, b"K", key)
-    for sid, origin, fields in ks.entries.range(MIN_ID, MAX_ID):
-        _feed(out, b"E", b"%d-%d@%d" % (sid[0], sid[1], origin))
-        for item in fields:
-            _feed(out, b"F", item)
-    for name in sorted(ks.groups):
-        _feed(out, b"G", name)
+    feed_key(out.append, key, ks)
     return b"".join(out)
 
 
@@ -83,10 +72,9 @@ def key_part(key: bytes, ks: KeyState, shard: int = 0) -> KeyPart:
     region = Region(0)
     region.state.keys[key] = ks
     records = list(_records(region, {}, None, {}, False))[1:-1]  # without Header and Trailer
-    entries = sum(
-        len(r["item"][1]["entries"]) for r in records if r["item"][0] == _NS + "EntryChunk"
+    return KeyPart(
+        key, [_encode(r) for r in records], ks.entries.length, digest_feed(key, ks), shard
     )
-    return KeyPart(key, [_encode(r) for r in records], entries, digest_feed(key, ks), shard)
 
 
 def _header_bytes(sync_marker: bytes) -> bytes:

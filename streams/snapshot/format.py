@@ -1,15 +1,17 @@
 """The snapshot format and its writer: `write_snapshot(region, positions, out)`.
 
-The file is an Avro object container file (fastavro, deflate blocks) of `snapshot_v1.avsc`
-records; see the package docstring for the layout and the guarantees. The reader is
-`streams.snapshot.reading` (it shares this module's schema and converters). Everything goes
-through the public surface of `streams.crdt` (`EntryLogs.add`, `EntryLogs.origin_entries`,
-`Group`, `CausalBuffer`).
+The file is an Avro object container file (fastavro, deflate blocks) of `snapshot_v2.avsc`
+records (`format_version=1` still writes `snapshot_v1.avsc`, for tests of the reader); see the
+package docstring for the layout and the guarantees. The reader is `streams.snapshot.reading`
+(it shares this module's schemas and converters). Everything goes through the public surface of
+`streams.crdt` (`EntryLogs.packed_blocks` / `install_blocks`, `EntryLogs.origin_entries` / `add`
+for version 1, `Group`, `CausalBuffer`).
 """
 
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from importlib import resources
 from typing import IO, Any, BinaryIO
@@ -17,12 +19,15 @@ from typing import IO, Any, BinaryIO
 import fastavro
 
 from streams.avro_binary import signed_u64, unsigned_u64
-from streams.crdt.entries import EntryLogs
+from streams.crdt.blocks import BLOCK_FORMAT
+from streams.crdt.entries import EntryLogs, PackedBlock
 from streams.crdt.groups import Group
 from streams.crdt.region import Region
 from streams.ids import StreamID
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""The version written. Version 1 (entries one by one) is still read, and written on request."""
+READABLE_VERSIONS = (1, 2)
 MAGIC_KEY = "streams.snapshot.format_version"
 """Container-file metadata naming the format version, readable without decoding any record."""
 
@@ -42,13 +47,15 @@ class SnapshotError(ValueError):
     """A snapshot that cannot be read completely and exactly: never a partial state."""
 
 
-def _schema_json() -> dict[str, Any]:
-    text = resources.files("streams.snapshot").joinpath("schemas", "snapshot_v1.avsc").read_text()
+def _schema_json(version: int = FORMAT_VERSION) -> dict[str, Any]:
+    name = f"snapshot_v{version}.avsc"
+    text = resources.files("streams.snapshot").joinpath("schemas", name).read_text()
     schema: dict[str, Any] = json.loads(text)
     return schema
 
 
 _PARSED = fastavro.parse_schema(_schema_json())
+_PARSED_BY_VERSION = {FORMAT_VERSION: _PARSED, 1: fastavro.parse_schema(_schema_json(1))}
 
 
 # --- small converters ------------------------------------------------------------------------
@@ -70,13 +77,28 @@ def _oids_in(items: list[dict[str, Any]]) -> dict[int, StreamID]:
     return {int(d["origin"]): _id_in(d["id"]) for d in items}
 
 
-DottedEntry = tuple[StreamID, int, tuple[bytes, ...]]
+def _dead_out(p: PackedBlock) -> bytes:
+    return p.dead.to_bytes((p.slots + 7) // 8, "little")
 
 
-def _entries_by_origin(entries: EntryLogs) -> Iterator[tuple[int, Iterator[DottedEntry]]]:
-    """Per origin (ascending): its (id, dot seq, fields) in ID order."""
-    for origin in entries.origins():
-        yield origin, entries.origin_entries(origin)
+def _block_crc(p: PackedBlock, dead: bytes) -> int:
+    """CRC-32 of a block's numbers, dead mask and payload: Avro's deflate has no checksum, and a
+    flipped dot-seq delta would change no digest."""
+    head = b"%d-%d %d-%d %d %d:" % (*p.first, *p.last, p.slots, p.lp_base)
+    return zlib.crc32(p.payload, zlib.crc32(dead, zlib.crc32(head)))
+
+
+def _block_out(p: PackedBlock) -> dict[str, Any]:
+    dead = _dead_out(p)
+    return {
+        "first": _id_out(p.first),
+        "last": _id_out(p.last),
+        "slots": p.slots,
+        "dead": dead,
+        "lp_base": p.lp_base,
+        "payload": p.payload,
+        "crc32": _block_crc(p, dead),
+    }
 
 
 def _chunks(items: Iterable[Any], size_of: Any) -> Iterator[list[Any]]:
@@ -103,8 +125,10 @@ def write_snapshot(
     region_name: str | None = None,
     meta: Mapping[str, str] | None = None,
     with_digest: bool = True,
+    format_version: int = FORMAT_VERSION,
 ) -> None:
-    """Write `region`'s materialized state and the log positions it covers to `out`.
+    """Write `region`'s materialized state and the log positions it covers to `out`
+    (`format_version` 1: entries one by one, as before version 2; for tests of the reader).
 
     Ops waiting in the region's causal buffer are not written: `positions` must not pass them
     (the replay fold's `safe_positions()` rewinds each topic to its first unapplied record), so
@@ -113,12 +137,14 @@ def write_snapshot(
     for (topic, partition), offset in positions.items():
         if offset < 0 or partition < 0 or not topic:
             raise ValueError(f"bad position {topic}[{partition}]={offset}")
+    if format_version not in _PARSED_BY_VERSION:
+        raise ValueError(f"snapshot format version {format_version} is not written")
     fastavro.writer(
         out,
-        _PARSED,
-        _records(region, positions, region_name, dict(meta or {}), with_digest),
+        _PARSED_BY_VERSION[format_version],
+        _records(region, positions, region_name, dict(meta or {}), with_digest, format_version),
         codec="deflate",
-        metadata={MAGIC_KEY: str(FORMAT_VERSION)},
+        metadata={MAGIC_KEY: str(format_version)},
     )
 
 
@@ -128,6 +154,7 @@ def _records(
     region_name: str | None,
     meta: dict[str, str],
     with_digest: bool,
+    version: int = FORMAT_VERSION,
 ) -> Iterator[dict[str, Any]]:
     count = 0
     keys = 0
@@ -138,22 +165,22 @@ def _records(
         count += 1
         return {"item": (_NS + name, body)}
 
-    yield rec(
-        "Header",
-        {
-            "format_version": FORMAT_VERSION,
-            "region_id": region.id,
-            "region_name": region_name,
-            "id_mode": region.mode.value,
-            "local_seq": region.local_seq,
-            "vector": [{"region": r, "seq": s} for r, s in sorted(region.vector.items())],
-            "positions": [
-                {"topic": t, "partition": p, "next_offset": o}
-                for (t, p), o in sorted(positions.items())
-            ],
-            "meta": meta,
-        },
-    )
+    header = {
+        "format_version": version,
+        "region_id": region.id,
+        "region_name": region_name,
+        "id_mode": region.mode.value,
+        "local_seq": region.local_seq,
+        "vector": [{"region": r, "seq": s} for r, s in sorted(region.vector.items())],
+        "positions": [
+            {"topic": t, "partition": p, "next_offset": o}
+            for (t, p), o in sorted(positions.items())
+        ],
+        "meta": meta,
+    }
+    if version >= 2:
+        header["block_format"] = BLOCK_FORMAT
+    yield rec("Header", header)
     state = region.state
     for key in sorted(state.keys):
         ks = state.keys[key]
@@ -174,10 +201,28 @@ def _records(
                 ],
             },
         )
-        for origin, dotted in _entries_by_origin(ks.entries):
+        entries_total += ks.entries.length
+        yield from (rec(n, b) for n, b in _entry_records(key, ks.entries, version))
+        for name in sorted(ks.groups):
+            yield from (rec(n, b) for n, b in _group_records(key, ks.groups[name]))
+    digest = state.digest() if with_digest else None
+    yield {
+        "item": (
+            _NS + "Trailer",
+            {"records": count, "keys": keys, "entries": entries_total, "digest": digest},
+        )
+    }
+
+
+def _entry_records(
+    key: bytes, entries: EntryLogs, version: int
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A key's entry records: per origin its entries (version 1) or its blocks, in ID order."""
+    for origin in entries.origins():
+        if version == 1:
+            dotted = entries.origin_entries(origin)
             for chunk in _chunks(dotted, lambda e: 16 + sum(map(len, e[2]))):
-                entries_total += len(chunk)
-                yield rec(
+                yield (
                     "EntryChunk",
                     {
                         "key": key,
@@ -188,15 +233,17 @@ def _records(
                         ],
                     },
                 )
-        for name in sorted(ks.groups):
-            yield from (rec(n, b) for n, b in _group_records(key, ks.groups[name]))
-    digest = state.digest() if with_digest else None
-    yield {
-        "item": (
-            _NS + "Trailer",
-            {"records": count, "keys": keys, "entries": entries_total, "digest": digest},
-        )
-    }
+            continue
+        blocks = entries.packed_blocks(origin)
+        for chunk in _chunks(blocks, lambda p: 64 + len(p.payload)):
+            yield (
+                "EntryBlocks",
+                {
+                    "key": key,
+                    "origin": origin,
+                    "blocks": [_block_out(p) for p in chunk],
+                },
+            )
 
 
 def _group_records(key: bytes, group: Group) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -4,6 +4,12 @@
 Separate from the writer (`streams.snapshot.format`, whose schema and converters it uses) so
 that each stays small; the checks are the format's guarantees: a truncated, reordered or
 self-inconsistent file raises `SnapshotError` and never yields a partial state.
+
+Both versions are read: version 1's entries are added one by one (re-packed into fresh blocks
+under the node limits in force), version 2's blocks are installed as they are
+(`EntryLogs.install_blocks`: a block that disagrees with its own payload, its CRC or the order of
+the log is refused), so a 1M-entry state loads in a fraction of the time and keeps its node
+boundaries. Either way the loaded state's digest must be the trailer's.
 """
 
 from __future__ import annotations
@@ -12,20 +18,26 @@ from typing import IO, Any, BinaryIO
 
 import fastavro
 
+from streams.crdt.blocks import BLOCK_FORMAT
 from streams.crdt.causal import CausalBuffer
+from streams.crdt.entries import BlockError, PackedBlock
 from streams.crdt.groups import Consumer, Group, PendingEntry
 from streams.crdt.region import Region
 from streams.crdt.state import KeyState
 from streams.ids import IdMode
 from streams.snapshot.format import (
     _NS,
-    FORMAT_VERSION,
     MAGIC_KEY,
+    READABLE_VERSIONS,
     Positions,
     SnapshotError,
+    _block_crc,
     _id_in,
     _oids_in,
 )
+
+_ENTRY_RECORD = {1: "EntryChunk", 2: "EntryBlocks"}
+"""The entry record each version has (the other version's is refused)."""
 
 
 def read_snapshot(fp: BinaryIO | IO[bytes]) -> tuple[Region, Positions, dict[str, str]]:
@@ -36,11 +48,12 @@ def read_snapshot(fp: BinaryIO | IO[bytes]) -> tuple[Region, Positions, dict[str
     except Exception as exc:  # fastavro raises ValueError, EOFError, ... on a bad header
         raise SnapshotError(f"not a streams snapshot (unreadable container header: {exc})") from exc
     version = reader.metadata.get(MAGIC_KEY)
-    if version != str(FORMAT_VERSION):
+    if version not in [str(v) for v in READABLE_VERSIONS]:
         raise SnapshotError(
-            f"unsupported snapshot format version {version!r} (this build reads {FORMAT_VERSION})"
+            f"unsupported snapshot format version {version!r} "
+            f"(this build reads {', '.join(map(str, READABLE_VERSIONS))})"
         )
-    builder = _Builder()
+    builder = _Builder(int(version))
     try:
         for datum in reader:
             if not isinstance(datum, dict) or not isinstance(datum.get("item"), tuple):
@@ -87,7 +100,8 @@ def read_shard(fp: BinaryIO | IO[bytes]) -> int:
 class _Builder:
     """Rebuilds a Region from the records in file order, checking the order and the counts."""
 
-    def __init__(self) -> None:
+    def __init__(self, version: int) -> None:
+        self.version = version
         self.count = 0
         self.region: Region | None = None
         self.positions: Positions = {}
@@ -110,16 +124,21 @@ class _Builder:
         if self.region is None and name != "Header":
             raise self.fail(f"{name} before the header")
         handler = getattr(self, f"_on_{name}", None)
-        if handler is None:
-            raise self.fail(f"unknown record type {name}")
+        foreign = name in _ENTRY_RECORD.values() and name != _ENTRY_RECORD[self.version]
+        if handler is None or foreign:
+            raise self.fail(f"unknown record type {name} (format version {self.version})")
         handler(body)
         self.count += 1
 
     def _on_Header(self, b: dict[str, Any]) -> None:  # noqa: N802
         if self.region is not None:
             raise self.fail("a second header")
-        if b["format_version"] != FORMAT_VERSION:
-            raise self.fail(f"format_version {b['format_version']} (expected {FORMAT_VERSION})")
+        if b["format_version"] != self.version:
+            raise self.fail(f"format_version {b['format_version']} (expected {self.version})")
+        if self.version >= 2 and b["block_format"] != BLOCK_FORMAT:
+            raise self.fail(
+                f"blocks encoded as {b['block_format']!r}; this build holds {BLOCK_FORMAT!r}"
+            )
         try:
             mode = IdMode.parse(b["id_mode"])
         except ValueError as exc:
@@ -193,6 +212,29 @@ class _Builder:
         for e in b["entries"]:
             ks.entries.add(origin, int(e["dot_seq"]), _id_in(e["id"]), tuple(e["fields"]))
         self.entries += len(b["entries"])
+
+    def _on_EntryBlocks(self, b: dict[str, Any]) -> None:  # noqa: N802
+        ks = self._current(b, "EntryBlocks")
+        if self.group is not None:
+            raise self.fail("entries after a group of the same key")
+        blocks: list[PackedBlock] = []
+        for r in b["blocks"]:
+            dead = bytes(r["dead"])
+            p = PackedBlock(
+                _id_in(r["first"]),
+                _id_in(r["last"]),
+                int(r["slots"]),
+                int.from_bytes(dead, "little"),
+                int(r["lp_base"]),
+                bytes(r["payload"]),
+            )
+            if _block_crc(p, dead) != r["crc32"] or len(dead) != (p.slots + 7) // 8:
+                raise self.fail(f"key {self.key!r}: block at {p.first} fails its CRC")
+            blocks.append(p)
+        try:
+            self.entries += ks.entries.install_blocks(int(b["origin"]), blocks)
+        except BlockError as exc:
+            raise self.fail(f"key {self.key!r} origin {b['origin']}: {exc}") from None
 
     def _on_GroupMeta(self, b: dict[str, Any]) -> None:  # noqa: N802
         ks = self._current(b, "GroupMeta")

@@ -1,4 +1,5 @@
-"""A node boots from a snapshot file and reads only the logs' tails: same state as a full replay.
+"""A node boots from a snapshot file and reads only the logs' tails: same state as a full replay,
+and the same listpack nodes as before it stopped (snapshots store them as they are).
 
 The snapshot is written by `streams snapshot` (the replay tool) from the region's own cluster; more
 writes follow it (the tail); the node is killed and started with `--snapshot FILE`.
@@ -117,24 +118,33 @@ def test_a_snapshot_of_another_region_is_refused_clearly(tmp_path: Path) -> None
             topo.start_node(1, ["--snapshot", str(snapshot)])
 
 
+def nodes(client: redis.Redis) -> list[int]:
+    """Each key's listpack node count (XINFO STREAM radix-tree-keys)."""
+    return [client.xinfo_stream(b"snap:%d" % k)["radix-tree-keys"] for k in range(4)]
+
+
 def test_the_node_snapshots_to_kafka_and_boots_from_the_newest_that_reads_back() -> None:
     args = ["--snapshot-every-ops", "1000", "--snapshot-every-s", "0"]
     with LocalTopology(regions=1, manual_sync=False, node_args=args) as topo:
         client = topo.client(1)
         client.xgroup_create(b"snap:0", b"g", id="0", mkstream=True)
+        client.config_set("stream-node-max-entries", 7)  # nodes a re-pack would not make again
         write(client, 2500, b"one")
         deadline = time.monotonic() + 30
         while int(info(client)[b"snapshots_taken"]) < 1:  # type: ignore[call-overload]
             assert time.monotonic() < deadline, info(client)
             time.sleep(0.1)
         taken = client.execute_command("CRDT.SNAPSHOT")  # and one on demand
+        client.config_set("stream-node-max-entries", 100)  # what a restarted node has
         write(client, 300, b"two")  # the tail
         client.execute_command("CRDT.FLUSH")
         before = state(client)
+        nodes_before = nodes(client)
         topo.kill_node(1)
         topo.start_node(1)
         booted = topo.client(1)
         assert state(booted) == before
+        assert nodes(booted) == nodes_before  # the snapshot kept the nodes as they were
         facts = info(booted)
         assert facts[b"booted_from"] == b"snapshot %s from r1.snapshot" % taken
         assert 0 < int(facts[b"boot_records_read"]) < 1500  # type: ignore[call-overload]
