@@ -53,3 +53,22 @@ def write_bytes(out: bytearray, value: bytes) -> None:
         raise TypeError(f"{value!r} is not bytes")
     write_long(out, len(value))
     out += value
+
+
+def read_long(data: bytes, pos: int) -> tuple[int, int]:
+    """One zig-zag varint at `pos`: (value, next position); ValueError past 64 bits (IndexError
+    when the data ends inside it)."""
+    b = data[pos]
+    pos += 1
+    n = b & 0x7F
+    shift = 7
+    while b & 0x80:
+        if shift > 63:
+            raise ValueError("varint longer than 10 bytes")
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+    if n >> 64:
+        raise ValueError("varint beyond 64 bits")
+    return (n >> 1) ^ -(n & 1), pos

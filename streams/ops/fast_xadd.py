@@ -18,6 +18,7 @@ its error texts stay the only ones. tests/unit/test_codec.py checks both readers
 
 from __future__ import annotations
 
+from streams.avro_binary import read_long as _long
 from streams.avro_binary import signed_u64, unsigned_u64, write_bytes, write_long
 from streams.crdt.ops import Op, XAdd
 
@@ -56,25 +57,6 @@ def xadd_payload(op: Op, body: XAdd) -> bytearray:
             write_bytes(out, item)
     out.append(0)  # end of the fields array
     return out
-
-
-def _long(data: bytes, pos: int) -> tuple[int, int]:
-    """One zig-zag varint at `pos`: (value, next position); ValueError past 64 bits (IndexError
-    when the data ends inside it)."""
-    b = data[pos]
-    pos += 1
-    n = b & 0x7F
-    shift = 7
-    while b & 0x80:
-        if shift > 63:
-            raise ValueError("varint longer than 10 bytes")
-        b = data[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-    if n >> 64:
-        raise ValueError("varint beyond 64 bits")
-    return (n >> 1) ^ -(n & 1), pos
 
 
 def _count(data: bytes, pos: int) -> tuple[int, int]:

@@ -29,7 +29,7 @@ from typing import TypeGuard
 from fastavro.schema import fingerprint as _avro_fingerprint
 from fastavro.schema import to_parsing_canonical_form
 
-from streams.avro_binary import write_long
+from streams.avro_binary import read_long, write_long
 from streams.crdt.ops import Op
 from streams.ops.codec import DecodeError, KafkaHeaders, Record, Sealed, decode
 
@@ -78,14 +78,14 @@ def unpack(value: bytes) -> list[bytes]:
     pos = len(PACK_PREFIX)
     try:
         while True:
-            count, pos = _long(value, pos)
+            count, pos = read_long(value, pos)
             if count == 0:
                 break
             if count < 0:
                 count = -count
-                _size, pos = _long(value, pos)
+                _size, pos = read_long(value, pos)
             for _ in range(count):
-                size, pos = _long(value, pos)
+                size, pos = read_long(value, pos)
                 end = pos + size
                 if size < 0 or end > n:
                     raise PackError(f"item {len(items)} runs past the end of the pack")
@@ -93,6 +93,8 @@ def unpack(value: bytes) -> list[bytes]:
                 pos = end
     except IndexError:
         raise PackError("the pack ends inside an item or count") from None
+    except ValueError as exc:  # a varint over 64 bits
+        raise PackError(str(exc)) from None
     if pos != n:
         raise PackError(f"{n - pos} trailing bytes after the pack")
     if not items:
@@ -175,18 +177,3 @@ def packed(values: Sequence[bytes], limit: int = PACK_BYTES) -> Iterator[tuple[i
         size += len(value)
     if start < len(values):
         yield start, len(values)
-
-
-def _long(data: bytes, pos: int) -> tuple[int, int]:
-    b = data[pos]
-    pos += 1
-    n = b & 0x7F
-    shift = 7
-    while b & 0x80:
-        if shift > 63:
-            raise PackError("a varint longer than 10 bytes")
-        b = data[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-    return (n >> 1) ^ -(n & 1), pos

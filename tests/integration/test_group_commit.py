@@ -14,7 +14,7 @@ import threading
 import time
 
 import redis
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from support import topic_values
 
 from streams.ops.pack import decode_all, is_pack
 from topology.local import LocalTopology
@@ -75,7 +75,7 @@ def test_writes_of_many_clients_and_pipelines_share_transactions_and_keep_order(
             by_writer.setdefault(fields[b"w"], []).append(int(fields[b"i"]))
         assert all(seq == list(range(200)) for seq in by_writer.values())
         # A transaction's ops go as few Kafka records (op packs), each op once, in seq order.
-        records = oplog_records(topo.bootstrap[1], "r1.oplog")
+        records = topic_values(topo.bootstrap[1], "r1.oplog")
         seqs = [op.seq for value in records for op in decode_all(value)]
         assert seqs == list(range(1, 1601))
         assert len(records) <= batches, (len(records), batches)
@@ -85,30 +85,6 @@ def test_writes_of_many_clients_and_pipelines_share_transactions_and_keep_order(
         topo.kill_node(1)
         topo.start_node(1)
         assert topo.client(1).execute_command("CRDT.DIGEST") == digest
-
-
-def oplog_records(bootstrap: str, topic: str) -> list[bytes]:
-    """Every record value of partition 0 of `topic`, in offset order (read_committed)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "test-records",
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-        }
-    )
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    values: list[bytes] = []
-    try:
-        while True:
-            msg = consumer.poll(10)
-            assert msg is not None, "no EOF within 10 s"
-            if msg.error():
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                return values
-            values.append(msg.value() or b"")
-    finally:
-        consumer.close()
 
 
 def test_a_failed_transaction_fails_its_batch_and_the_node_reloads_what_the_log_holds() -> None:

@@ -10,7 +10,8 @@ import time
 
 import pytest
 import redis
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
+from support import topic_values
 
 from streams.ops.pack import decode_all
 from topology.config import dumps
@@ -20,26 +21,7 @@ from topology.ports import free_port
 
 
 def _oplog_seqs(bootstrap: str, topic: str) -> list[int]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "test-reader",
-            "enable.partition.eof": True,
-            "isolation.level": "read_committed",
-        }
-    )
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    seqs: list[int] = []
-    try:
-        while True:
-            msg = consumer.poll(5)
-            assert msg is not None, "no EOF within 5 s"
-            if msg.error():
-                assert msg.error().code() == KafkaError._PARTITION_EOF
-                return seqs
-            seqs.extend(record.seq for record in decode_all(msg.value()))
-    finally:
-        consumer.close()
+    return [record.seq for value in topic_values(bootstrap, topic) for record in decode_all(value)]
 
 
 def _start_second_node(topo: LocalTopology, region: int) -> tuple[subprocess.Popen[bytes], int]:
