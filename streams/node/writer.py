@@ -31,6 +31,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from streams.node.settle import SettleError, settle
 from streams.node.trust import signed
 from streams.ops.codec import Sealed
 from topology import kafka
@@ -101,17 +102,21 @@ class RegionWriter:
             "log_level": 3,
         }
         self._producer = Producer(self._config)
+        self._unconfirmed = False
+        """A record of the last append was reported delivered without an offset (`_delivered`)."""
         self._renew_needed = False
         """A failed transaction could not be aborted (librdkafka refuses to abort while a timed
         out commit is still in progress): the producer must be replaced before the next one."""
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"writer-{region_name}-s{shard}")
 
     def start(self) -> None:
-        """Register the transactional id; this is what fences any older writer of the region."""
+        """Register the transactional id; this is what fences any older writer of the region.
+        Then make sure the node can read its own logs to their end (`_settle`)."""
         try:
             self._producer.init_transactions(self.timeout_s)
         except KafkaException as exc:
             raise WriterError(f"cannot start the writer of {self.name}: {exc}") from exc
+        self._settle()
 
     async def append(
         self, replicated: Sequence[Sealed], local: Sequence[Sealed], deadline: float | None = None
@@ -126,6 +131,12 @@ class RegionWriter:
             deadline = time.monotonic() + self.timeout_s
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._thread, self._append_sync, replicated, local, deadline)
+        if self._unconfirmed:
+            self._unconfirmed = False
+            raise WriterError(
+                "the op log committed the write without confirming its records (a retried "
+                "produce the broker took for a duplicate)"
+            )
 
     def _append_sync(
         self, replicated: Sequence[Sealed], local: Sequence[Sealed], deadline: float
@@ -183,6 +194,12 @@ class RegionWriter:
         if error is None and offset is not None and offset >= 0:
             topic = message.topic() or ""
             self.next_offsets[topic] = max(self.next_offsets.get(topic, 0), offset + 1)
+        elif error is None:
+            # "Delivered" without an offset: librdkafka's answer to a retried produce that the
+            # broker refuses as a duplicate sequence. Tansu's S3 storage records the sequence
+            # before it writes the batch, so after a broker or store failure in between the
+            # records may be missing although the transaction commits (`append` fails the batch).
+            self._unconfirmed = True
 
     def _abort(self, deadline: float) -> None:
         """Abort the open transaction by `deadline`; when librdkafka cannot (a commit that timed
@@ -204,13 +221,35 @@ class RegionWriter:
     def _recover(self, superseded: Callable[[], str | None]) -> None:
         if self.fenced:
             raise WriterFenced(self._fenced_text())
-        if not self._renew_needed:
-            return
-        newer = superseded()
-        if newer is not None:
+        if self._renew_needed:
+            newer = superseded()
+            if newer is not None:
+                self.fenced = True
+                raise WriterFenced(newer)
+            self._renew()
+        # Even an aborted transaction can leave the end of an own log unreadable (Tansu: a
+        # watermark past the last batch), and the shard reads its log next.
+        self._settle()
+
+    def _settle(self) -> None:
+        """Make the end of the own logs readable before the node reads them (`streams.node.settle`:
+        on Tansu a prepared transaction or a watermark past the last record can hide it); writes
+        an aborted barrier transaction when it must. Raises WriterFenced or WriterError."""
+        try:
+            settle(
+                self._producer,
+                str(self._config["bootstrap.servers"]),
+                (self.oplog_topic, self.local_topic),
+                self.partition,
+                self.name,
+                _is_fenced,
+            )
+        except KafkaException as exc:  # `settle` raises only a fencing one
             self.fenced = True
-            raise WriterFenced(newer)
-        self._renew()
+            raise WriterFenced(self._fenced_text()) from exc
+        except SettleError as exc:
+            self._renew_needed = True  # a barrier may be half-done: never reuse this producer
+            raise WriterError(str(exc)) from exc
 
     def _renew(self) -> None:
         """A new producer with the same transactional id: its init_transactions makes the
@@ -243,6 +282,16 @@ class RegionWriter:
         self._thread.shutdown(wait=True)
         if not self.fenced:
             self._producer.flush(1.0)
+
+
+def _is_fenced(exc: KafkaException) -> bool:
+    error = exc.args[0] if exc.args else None
+    if not isinstance(error, KafkaError):
+        return False
+    return (
+        error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED)
+        or "fenced" in str(error).lower()
+    )
 
 
 def _left(deadline: float) -> float:
