@@ -596,8 +596,9 @@ def check_logs_fold_to_nodes(topo: LocalTopology) -> None:
         assert node == folded, f"r{i}: the node's digest differs from what its logs fold to"
 
 
-def log_dots(bootstrap: str, topic: str) -> list[tuple[int, int]]:
-    """(origin, seq) of every record of `topic` partition 0, in offset order (read_committed)."""
+def log_records(bootstrap: str, topic: str) -> list[tuple[int, int, bytes]]:
+    """(origin, seq, value) of every record of `topic` partition 0, in offset order
+    (read_committed)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -608,31 +609,50 @@ def log_dots(bootstrap: str, topic: str) -> list[tuple[int, int]]:
         }
     )
     consumer.assign([TopicPartition(topic, 0, 0)])
-    dots: list[tuple[int, int]] = []
+    records: list[tuple[int, int, bytes]] = []
     try:
         while True:
             msg = consumer.poll(10)
             assert msg is not None, f"no EOF on {topic} within 10 s"
             if msg.error():
                 assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                return dots
+                return records
             value = msg.value()
             assert value is not None
             record = decode(value)
             assert isinstance(record, ops.Op), f"{topic} holds a {type(record).__name__}"
-            dots.append((record.origin, record.seq))
+            records.append((record.origin, record.seq, value))
     finally:
         consumer.close()
 
 
-def check_dots(topo: LocalTopology) -> dict[str, int]:
+def log_dots(bootstrap: str, topic: str) -> list[tuple[int, int]]:
+    """(origin, seq) of every record of `topic` partition 0, in offset order (read_committed)."""
+    return [(origin, seq) for origin, seq, _value in log_records(bootstrap, topic)]
+
+
+def check_dots(topo: LocalTopology, copies: bool = False) -> dict[str, int]:
     """In every cluster, each region's op log (home or mirrored) holds seqs 1..n in order, none
-    twice and none missing: the log never forked and no op was copied twice."""
+    twice and none missing: the log never forked and no op was copied twice. With `copies`, a
+    seq may come again as an exact copy of its first record (never as another record under
+    that dot): what a mirror writes when it copies at least once after a fault, and what a
+    node's barrier writes after a crash or an outage on Tansu (`streams.node.settle`); every
+    reader drops such copies. Returns each log's count of distinct seqs."""
     counts: dict[str, int] = {}
     for i in topo.ports:
         for j in topo.ports:
             topic = f"{topo.names[j]}.oplog"
-            seqs = [seq for _o, seq in log_dots(topo.bootstrap[i], topic)]
+            first: dict[int, bytes] = {}
+            seqs: list[int] = []
+            for _origin, seq, value in log_records(topo.bootstrap[i], topic):
+                if seq in first:
+                    assert first[seq] == value, (
+                        f"{topic} on r{i}'s cluster holds two different records under seq {seq}"
+                    )
+                    assert copies, f"{topic} on r{i}'s cluster holds seq {seq} twice"
+                    continue
+                first[seq] = value
+                seqs.append(seq)
             assert seqs == list(range(1, len(seqs) + 1)), (
                 f"{topic} on r{i}'s cluster is not 1..n: first break at "
                 f"{next(k for k, s in enumerate(seqs) if s != k + 1)} of {len(seqs)}"

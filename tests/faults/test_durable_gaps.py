@@ -1,0 +1,123 @@
+"""A durable log whose watermark is past its last record (issues 21 and 22).
+
+Tansu's S3 storage writes a produce in steps (the partition's watermark object, then the batch
+object); a broker or object store that fails in between leaves the watermark one past the last
+batch. librdkafka reports a partition's EOF only at the watermark and a fetch at the missing
+offset answers nothing, so a reader waiting for the end waits until a later batch is written
+behind the gap. Seen: a node that never finished re-reading its log after an object store
+outage (writes refused for good), a mirror that never copied into a cluster again, a restarted
+node that never became ready.
+
+The fault is made exactly as the store leaves it: the partition's `watermark.json` raised by one
+through the store's filer (no batch behind it), then the broker restarted so that it reads it
+(a running broker keeps the watermark it wrote). Each test fails on the code before
+`streams.node.settle` and the mirror's stalled-tail rule: the node or the mirror waits for ever.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from faults.workload import check_dots, converge, first_write, plain_client
+from topology.local import LocalTopology
+from topology.objectstore import bucket_name
+
+
+def raise_watermark(topo: LocalTopology, region: int, topic: str) -> int:
+    """Raise `topic` partition 0's watermark on `region`'s store by one (no batch written behind
+    it) and restart the region's broker so that it reads it; the new watermark."""
+    name = topo.names[region]
+    url = (
+        f"http://127.0.0.1:{topo.stores[region].ports['filer']}/buckets/{bucket_name(name)}"
+        f"/clusters/streams-{name}/topics/{topic}/partitions/0000000000/watermark.json"
+    )
+    watermark = json.loads(urllib.request.urlopen(url, timeout=10).read())
+    watermark["high"] = (watermark["high"] or 0) + 1
+    request = urllib.request.Request(url, data=json.dumps(watermark).encode(), method="PUT")
+    urllib.request.urlopen(request, timeout=10).read()
+    topo.brokers[region].stop()  # SIGKILL
+    topo.brokers[region].start()
+    return int(watermark["high"])
+
+
+def write_both(topo: LocalTopology, tag: bytes, n: int = 5) -> None:
+    for region in (1, 2):
+        client = plain_client(topo.ports[region])
+        for k in range(n):
+            client.xadd(b"s", {b"p": b"%s-%d-%d" % (tag, region, k)})
+        client.close()
+
+
+def test_gaps_at_the_end_of_durable_logs_stop_neither_node_nor_mirror(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A short write timeout: the write that meets the killed broker fails within 2 s.
+    with LocalTopology(
+        regions=2,
+        manual_sync=False,
+        data_dir=tmp_path / "data",
+        workdir=str(tmp_path / "logs"),
+        node_args=["--write-timeout", "2"],
+    ) as topo:
+        nodes = {"r1": topo.client(1), "r2": topo.client(2)}
+        write_both(topo, b"a")
+        converge(nodes, timeout=30)
+
+        # 1. A node restarted on an own log whose end cannot be read: its writer writes a
+        # barrier behind the gap at start, and the node boots.
+        topo.kill_node(1)
+        high = raise_watermark(topo, 1, "r1.oplog")
+        started = time.monotonic()
+        topo.start_node(1)
+        took = first_write(topo.ports[1], 30)
+        assert took is not None, "r1 does not take writes after its restart"
+        print(f"\nr1.oplog watermark raised to {high} past its last record, node restarted:")
+        print(f"  writes taken {time.monotonic() - started:.1f}s after the start")
+        node_log = tmp_path / "logs" / "node-r1.log"
+        assert node_log.read_text().count("barrier written") == 1
+
+        nodes = {"r1": topo.client(1), "r2": topo.client(2)}  # r1's node is a new process
+
+        # 2. The broker restarts under a running node and the own log's end cannot be read:
+        # the failed write's recovery writes the barrier, then the log is re-read.
+        write_both(topo, b"b")
+        client = plain_client(topo.ports[1], timeout=30)
+        topo.brokers[1].stop()
+        try:
+            client.xadd(b"s", {b"p": b"lost"})
+        except Exception as exc:  # the write meets the dead broker: refused or unknown
+            print(f"  write while r1's broker is down: {str(exc)[:80]}")
+        high = raise_watermark(topo, 1, "r1.oplog")
+        started = time.monotonic()
+        took = first_write(topo.ports[1], 40)
+        assert took is not None, "r1 refuses writes for good after its log was re-read"
+        print(f"r1.oplog watermark raised to {high} under the running node (broker restarted):")
+        print(f"  writes taken again {time.monotonic() - started:.1f}s after the broker's start")
+        assert node_log.read_text().count("barrier written") == 2
+
+        # 3. A mirror resuming on a target whose watermark is past its last copy: it resumes
+        # after that copy once the tail read stalls, and copies into r1 again.
+        write_both(topo, b"c")
+        converge(nodes, timeout=30)
+        assert topo.mirrors is not None
+        mirror = topo.mirrors.mirror("r2", "r1")
+        mirror.stop()  # resumes from the target when started again, as a restarted mirror does
+        high = raise_watermark(topo, 1, "r2.oplog")
+        started = time.monotonic()
+        mirror.start()
+        write_both(topo, b"d")
+        took = converge(nodes, timeout=40)
+        assert "answers no record and no end after offset" in caplog.text
+        print(f"r2.oplog on r1's cluster: watermark raised to {high} past its last copy:")
+        print(f"  converged {time.monotonic() - started:.1f}s after the broker's restart")
+        dots = check_dots(topo, copies=True)
+        print(f"  op logs without a fork or a gap on both clusters: {dots}")
+        for client_ in nodes.values():
+            client_.close()
+        client.close()
+        assert took < 40
