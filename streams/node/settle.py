@@ -125,7 +125,7 @@ def probe(bootstrap: str, parts: list[Partition]) -> dict[Partition, Probe]:
     committed = _consumer(bootstrap, "read_committed")
     uncommitted = _consumer(bootstrap, "read_uncommitted")
     try:
-        starts = _starts(committed, parts)
+        starts = _starts(uncommitted, parts)
         committed.assign([TopicPartition(t, p, starts[(t, p)]) for t, p in parts])
         uncommitted.assign([TopicPartition(t, p, starts[(t, p)]) for t, p in parts])
         stable_ends: dict[Partition, int] = {}
@@ -156,9 +156,10 @@ def _consumer(bootstrap: str, isolation: str) -> Consumer:
 
 
 def _starts(consumer: Consumer, parts: list[Partition]) -> dict[Partition, int]:
-    """Just before each partition's end as ListOffsets tells it (Tansu: below the last batch,
-    or 0 while a transaction is open; Kafka: the last stable offset): a read from there ends
-    with an EOF after a fetch or two, wherever the true end is."""
+    """Just before each partition's end as a read_uncommitted ListOffsets tells it (Kafka: the
+    high watermark; Tansu: at or below the last batch): a read from there ends with an EOF after
+    a fetch or two where the end is readable (a read_committed reader gets none when the last
+    stable offset is below the start: then the partition is not settled anyway)."""
     starts = {}
     for topic, partition in parts:
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)

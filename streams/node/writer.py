@@ -130,6 +130,7 @@ class RegionWriter:
         if deadline is None:
             deadline = time.monotonic() + self.timeout_s
         loop = asyncio.get_running_loop()
+        self._unconfirmed = False
         await loop.run_in_executor(self._thread, self._append_sync, replicated, local, deadline)
         if self._unconfirmed:
             self._unconfirmed = False
