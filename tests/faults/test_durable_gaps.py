@@ -1,4 +1,7 @@
-"""A durable log whose watermark is past its last record (issues 21 and 22).
+"""What a broker SIGKILLed with work in flight, or an object store outage, leaves in a durable
+log (issues 21 and 22), made exactly, and what the node and the mirror make of it.
+
+A watermark past the last record:
 
 Tansu's S3 storage writes a produce in steps (the partition's watermark object, then the batch
 object); a broker or object store that fails in between leaves the watermark one past the last
@@ -12,34 +15,62 @@ The fault is made exactly as the store leaves it: the partition's `watermark.jso
 through the store's filer (no batch behind it), then the broker restarted so that it reads it
 (a running broker keeps the watermark it wrote). Each test fails on the code before
 `streams.node.settle` and the mirror's stalled-tail rule: the node or the mirror waits for ever.
+
+A transaction left prepared: a broker killed while an EndTxn had marked the writer's transaction
+PrepareCommit in `meta.json` but had not written its markers. The new writer's
+`init_transactions` leaves it so (Tansu rolls back only a transaction in Begin), its records stay
+behind the last stable offset, and the next commit on the partition completes it. Made here by a
+producer with the region writer's transactional id that produces the killed node's next op and
+never commits, its state then set to PrepareCommit in `meta.json` while the broker is down. On the
+code before `streams.node.settle` the restarted node reused that op's seq: a forked log, the other
+region stopped on the conflict.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 
-from faults.workload import check_dots, converge, first_write, plain_client
+from faults.workload import check_dots, converge, first_write, log_records, plain_client
+from streams.crdt import ops
+from streams.node.writer import transactional_id
+from streams.ops.codec import decode, seal
 from topology.local import LocalTopology
 from topology.objectstore import bucket_name
+
+
+def tansu_object(topo: LocalTopology, region: int, path: str) -> str:
+    """The filer URL of one of Tansu's objects in `region`'s bucket (path below the cluster)."""
+    name = topo.names[region]
+    return (
+        f"http://127.0.0.1:{topo.stores[region].ports['filer']}/buckets/{bucket_name(name)}"
+        f"/clusters/streams-{name}/{path}"
+    )
+
+
+def read_json(url: str) -> Any:
+    return json.loads(urllib.request.urlopen(url, timeout=10).read())
+
+
+def write_json(url: str, value: Any) -> None:
+    request = urllib.request.Request(url, data=json.dumps(value).encode(), method="PUT")
+    urllib.request.urlopen(request, timeout=10).read()
 
 
 def raise_watermark(topo: LocalTopology, region: int, topic: str) -> int:
     """Raise `topic` partition 0's watermark on `region`'s store by one (no batch written behind
     it) and restart the region's broker so that it reads it; the new watermark."""
-    name = topo.names[region]
-    url = (
-        f"http://127.0.0.1:{topo.stores[region].ports['filer']}/buckets/{bucket_name(name)}"
-        f"/clusters/streams-{name}/topics/{topic}/partitions/0000000000/watermark.json"
-    )
-    watermark = json.loads(urllib.request.urlopen(url, timeout=10).read())
+    url = tansu_object(topo, region, f"topics/{topic}/partitions/0000000000/watermark.json")
+    watermark = read_json(url)
     watermark["high"] = (watermark["high"] or 0) + 1
-    request = urllib.request.Request(url, data=json.dumps(watermark).encode(), method="PUT")
-    urllib.request.urlopen(request, timeout=10).read()
+    write_json(url, watermark)
     topo.brokers[region].stop()  # SIGKILL
     topo.brokers[region].start()
     return int(watermark["high"])
@@ -121,3 +152,54 @@ def test_gaps_at_the_end_of_durable_logs_stop_neither_node_nor_mirror(
             client_.close()
         client.close()
         assert took < 40
+
+
+def test_a_transaction_a_crash_left_prepared_does_not_fork_the_restarted_regions_log(
+    tmp_path: Path,
+) -> None:
+    with LocalTopology(
+        regions=2, manual_sync=False, data_dir=tmp_path / "data", workdir=str(tmp_path / "logs")
+    ) as topo:
+        write_both(topo, b"a")
+        converge({"r1": topo.client(1), "r2": topo.client(2)}, timeout=30)
+        topo.kill_node(1)
+        # The killed node's next op, in a transaction of its writer's id that never commits.
+        _origin, _seq, value = log_records(topo.bootstrap[1], "r1.oplog")[-1]
+        last = decode(value)
+        assert isinstance(last, ops.Op) and isinstance(last.body, ops.XAdd)
+        ms, seq = last.body.id
+        body = dataclasses.replace(last.body, id=(ms + 1, seq), fields=(b"p", b"in-flight"))
+        op = dataclasses.replace(last, seq=last.seq + 1, ts_ms=last.ts_ms + 1, body=body)
+        sealed = seal(op)
+        zombie = Producer(
+            {"bootstrap.servers": topo.bootstrap[1], "transactional.id": transactional_id("r1")}
+        )
+        zombie.init_transactions(10)
+        zombie.begin_transaction()
+        zombie.produce(
+            "r1.oplog", partition=0, key=sealed.key, value=sealed.value, headers=sealed.headers
+        )
+        assert zombie.flush(10) == 0
+        # The broker dies during the EndTxn: the transaction is prepared, no marker written.
+        topo.brokers[1].stop()  # SIGKILL
+        zombie.purge()
+        del zombie
+        meta_url = tansu_object(topo, 1, "meta.json")
+        meta = read_json(meta_url)
+        epochs = meta["transactions"][transactional_id("r1")]["epochs"]
+        epoch = max(epochs, key=int)
+        assert epochs[epoch]["state"] == "Begin" and epochs[epoch]["produces"], epochs[epoch]
+        epochs[epoch]["state"] = "PrepareCommit"
+        write_json(meta_url, meta)
+        topo.brokers[1].start()
+        started = time.monotonic()
+        topo.start_node(1)
+        assert first_write(topo.ports[1], 30) is not None, "r1 takes no write after its restart"
+        print(f"\nr1 restarted on a prepared transaction holding op {op.origin}:{op.seq}:")
+        print(f"  writes taken {time.monotonic() - started:.1f}s after the start")
+        write_both(topo, b"b")
+        took = converge({"r1": topo.client(1), "r2": topo.client(2)}, timeout=30)
+        dots = check_dots(topo, copies=True)
+        print(f"  converged in {took:.2f}s; no op log forked: {dots}")
+        in_flight = topo.client(2).xrange(b"s", f"{ms + 1}-{seq}", f"{ms + 1}-{seq}")
+        assert in_flight == [(f"{ms + 1}-{seq}".encode(), {b"p": b"in-flight"})], in_flight
