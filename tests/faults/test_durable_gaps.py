@@ -24,6 +24,14 @@ producer with the region writer's transactional id that produces the killed node
 never commits, its state then set to PrepareCommit in `meta.json` while the broker is down. On the
 code before `streams.node.settle` the restarted node reused that op's seq: a forked log, the other
 region stopped on the conflict.
+
+A producer's sequence recorded without its record: a produce cut short after `meta.json` took
+the sequence and before the batch was written. The producer's next batch under that sequence is
+answered DUPLICATE_SEQUENCE_NUMBER, which librdkafka reports as delivered ("previous send
+succeeded but was not acknowledged"), without an offset. Made here by raising the sequence in
+`meta.json` while the broker is down. On the code before: the node acknowledged a write that no
+log holds (the other region never got it), and a mirror's copy went missing (the target region
+waited for that op for ever).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from confluent_kafka import Producer
 
 from faults.workload import check_dots, converge, first_write, log_records, plain_client
@@ -203,3 +212,62 @@ def test_a_transaction_a_crash_left_prepared_does_not_fork_the_restarted_regions
         print(f"  converged in {took:.2f}s; no op log forked: {dots}")
         in_flight = topo.client(2).xrange(b"s", f"{ms + 1}-{seq}", f"{ms + 1}-{seq}")
         assert in_flight == [(f"{ms + 1}-{seq}".encode(), {b"p": b"in-flight"})], in_flight
+
+
+def raise_sequence(topo: LocalTopology, region: int, topic: str, producer: str | None) -> None:
+    """With `region`'s broker down, raise by one the sequence `meta.json` keeps for a producer on
+    `topic` partition 0 (the writer's when `producer` is None, else the newest producer that
+    wrote `topic`), then start the broker again."""
+    topo.brokers[region].stop()  # SIGKILL
+    url = tansu_object(topo, region, "meta.json")
+    meta = read_json(url)
+    if producer is None:
+        producer = str(meta["transactions"][transactional_id(topo.names[region])]["producer"])
+    sequences = meta["producers"][producer]["sequences"]
+    epoch = max(sequences, key=int)
+    sequences[epoch][topic]["0"] += 1
+    write_json(url, meta)
+    topo.brokers[region].start()
+
+
+def test_a_sequence_recorded_without_its_record_loses_no_write_and_no_copy(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with LocalTopology(
+        regions=2, manual_sync=False, data_dir=tmp_path / "data", workdir=str(tmp_path / "logs")
+    ) as topo:
+        write_both(topo, b"a")
+        nodes = {"r1": topo.client(1), "r2": topo.client(2)}
+        converge(nodes, timeout=30)
+
+        # The writer's next produce is taken for a duplicate: the write fails, nothing is lost.
+        raise_sequence(topo, 1, "r1.oplog", None)
+        client = plain_client(topo.ports[1], timeout=30)
+        with pytest.raises(redis.ResponseError, match="without confirming its records"):
+            client.xadd(b"s", {b"p": b"unconfirmed"})
+        started = time.monotonic()
+        assert first_write(topo.ports[1], 30) is not None, "r1 takes no write again"
+        print(
+            f"\nr1's write answered as a duplicate: refused, writes taken again "
+            f"{time.monotonic() - started:.1f}s later"
+        )
+
+        # The mirror's next copy into r1 is taken for a duplicate: it copies again from there.
+        meta = read_json(tansu_object(topo, 1, "meta.json"))
+        mirror_producer = max(
+            (
+                p
+                for p, d in meta["producers"].items()
+                if any("r2.oplog" in s for s in d["sequences"].values())
+            ),
+            key=int,
+        )
+        raise_sequence(topo, 1, "r2.oplog", mirror_producer)
+        write_both(topo, b"b")
+        nodes = {"r1": topo.client(1), "r2": topo.client(2)}
+        took = converge(nodes, timeout=30)
+        assert "a copy was acknowledged without an offset" in caplog.text
+        print(f"the mirror's copy answered as a duplicate: converged in {took:.2f}s")
+        dots = check_dots(topo, copies=True)
+        print(f"  op logs without a fork or a gap: {dots}")
+        client.close()
