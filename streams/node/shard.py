@@ -12,10 +12,11 @@ class wires them and keeps the shard's health: whether it serves (LOADING only w
 and whether it accepts writes.
 
 When a batch fails, its ops (and the open batch's) are undone in memory and reads go on; writes
-are refused at once (`WritePath.down`) while the shard re-reads its log in the background
-(`Loader.reload`) and, once that is done, switches over to the state read and makes its writer
-usable again (`Writer.recover`, which never renews a writer another node superseded: the shard
-then stays read-only, fenced). Writes are taken again from then on.
+are refused at once (`WritePath.down`) while the shard makes its writer usable again
+(`Writer.recover`, which never renews a writer another node superseded: the shard then stays
+read-only, fenced; and which makes the end of the own logs readable, `streams.node.settle`),
+then re-reads its log in the background (`Loader.reload`) and switches over to the state read.
+Writes are taken again from then on.
 """
 
 from __future__ import annotations

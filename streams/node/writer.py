@@ -12,11 +12,15 @@ acknowledged to its client only after the transaction holding its ops committed.
 Each append has a deadline (its batch's, `streams.node.writepath`): the commit waits at most until
 then, and a failed transaction is not repaired on the failure path (an abort after a timed-out
 commit is refused by librdkafka, and renewing the producer waits for the broker as long again).
-The producer is instead renewed by `recover`, which the shard calls once it has re-read its log,
-that is once the broker answers again. A renewal (init_transactions under the same
-transactional.id) fences whoever holds the id, so `recover` first asks whether another node
-announced itself as the writer since this one started (`superseded`, from
-`streams.node.presence`): if so it does not renew, and the writer stays fenced (read-only).
+The producer is instead renewed by `recover`, which the shard calls before it re-reads its log,
+once the broker answers again. A renewal (init_transactions under the same transactional.id)
+fences whoever holds the id, so `recover` first asks whether another node announced itself as
+the writer since this one started (`superseded`, from `streams.node.presence`): if so it does
+not renew, and the writer stays fenced (read-only). After `start` and after each `recover` the
+writer makes the end of its own logs readable (`streams.node.settle`: on Tansu's S3 storage a
+crash or an outage can leave a transaction prepared or a watermark past the last record).
+A record reported delivered without an offset (a produce the broker took for a duplicate: on
+Tansu its batch may never have been stored) fails its batch although the transaction committed.
 """
 
 from __future__ import annotations

@@ -168,9 +168,9 @@ class TargetWriter:
             # answers with DUPLICATE_SEQUENCE_NUMBER as delivered ("previous send succeeded but
             # was not acknowledged"). Tansu's S3 storage records the producer's sequence before
             # it writes the batch, so after its broker or store failed in between, the batch was
-            # never stored: the copy may be missing on the target (seen after a broker SIGKILL:
-            # a mirrored log without one record, its region waiting for that op for ever). Start
-            # over from the target, no later than this record (copied again if it is there).
+            # never stored: the copy may be missing on the target (its region then waits for
+            # that op for ever; tests/faults/test_durable_gaps.py makes it). Start over from the
+            # target, no later than this record (copied again if it is there).
             error = KafkaError(
                 KafkaError.DUPLICATE_SEQUENCE_NUMBER,
                 "delivered without an offset (the broker had the producer's sequence but maybe"
