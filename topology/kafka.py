@@ -371,8 +371,16 @@ class ReadToEnd:
             self.tracker.assign(part, start, growing=growing)
         self.ends: dict[Partition, int] = {}
         """Where the last EOF was reported, per partition that reported one."""
+        self.stalled = False
+        """The read ended on `stall_timeout` (not on `timeout`): the partitions still open got
+        neither a record nor their end for that long."""
         self._open = set(self.starts)
         self._finished: list[Partition] = []
+
+    @property
+    def unfinished(self) -> frozenset[Partition]:
+        """The partitions whose end was not reached (yet)."""
+        return frozenset(self._open)
 
     def finish(self, part: Partition) -> None:
         if part in self._open:
@@ -420,6 +428,7 @@ class ReadToEnd:
             if self.timeout is not None and now - started >= self.timeout:
                 raise self._timed_out(consumer, f"not done in {format_seconds(self.timeout)}")
             if self.stall_timeout is not None and now - last_event > self.stall_timeout:
+                self.stalled = True
                 raise self._timed_out(
                     consumer, f"no data nor end for {format_seconds(self.stall_timeout)}"
                 )

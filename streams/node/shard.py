@@ -12,10 +12,11 @@ class wires them and keeps the shard's health: whether it serves (LOADING only w
 and whether it accepts writes.
 
 When a batch fails, its ops (and the open batch's) are undone in memory and reads go on; writes
-are refused at once (`WritePath.down`) while the shard re-reads its log in the background
-(`Loader.reload`) and, once that is done, switches over to the state read and makes its writer
-usable again (`Writer.recover`, which never renews a writer another node superseded: the shard
-then stays read-only, fenced). Writes are taken again from then on.
+are refused at once (`WritePath.down`) while the shard makes its writer usable again
+(`Writer.recover`, which never renews a writer another node superseded: the shard then stays
+read-only, fenced; and which makes the end of the own logs readable, `streams.node.settle`),
+then re-reads its log in the background (`Loader.reload`) and switches over to the state read.
+Writes are taken again from then on.
 """
 
 from __future__ import annotations
@@ -252,22 +253,34 @@ class Shard:
             self._tasks.spawn(self._reload(why))
 
     async def _reload(self, why: str) -> None:
+        """Recover the writer first, then re-read the log. In that order because the recovery
+        ends the failed transaction (the renewal's init_transactions rolls it back) and makes
+        the end of the own logs readable (`streams.node.settle`): re-read before it, the log
+        could still hide records that appear later (a transaction the renewal then ends: on
+        Tansu aborted records are delivered too), or never show its end at all, and the re-read
+        would wait for ever while writes stay refused (issue 22's object store outage)."""
+        recovered = await self._recover_writer()
         await self.loader.reload(why, self._switch)
         self.snapshotter.restart_schedule()
+        if recovered and not self.writer.fenced:
+            self.write_fault = None
+            self.writepath.up()
+            log.warning("%s: taking writes again", self.name)
+
+    async def _recover_writer(self) -> bool:
+        """Retry `Writer.recover` until it succeeds (True) or the writer is fenced (False)."""
         while not self.writer.fenced:
             try:
                 await self.writer.recover(lambda: self.setup.superseded(self.index))
             except WriterFenced as exc:
                 self.taken_over(str(exc))
-                return
+                return False
             except Exception as exc:  # the broker or the writers' topic unreachable: retry
-                log.warning("%s: the writer cannot be renewed yet (%s)", self.name, exc)
+                log.warning("%s: the writer cannot be recovered yet (%s)", self.name, exc)
                 await asyncio.sleep(1.0)
                 continue
-            self.write_fault = None
-            self.writepath.up()
-            log.warning("%s: taking writes again", self.name)
-            return
+            return True
+        return False
 
     def _switch(self, fresh: Replica) -> None:
         """The log was re-read into `fresh`: serve it from now on."""

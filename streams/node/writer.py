@@ -12,11 +12,15 @@ acknowledged to its client only after the transaction holding its ops committed.
 Each append has a deadline (its batch's, `streams.node.writepath`): the commit waits at most until
 then, and a failed transaction is not repaired on the failure path (an abort after a timed-out
 commit is refused by librdkafka, and renewing the producer waits for the broker as long again).
-The producer is instead renewed by `recover`, which the shard calls once it has re-read its log,
-that is once the broker answers again. A renewal (init_transactions under the same
-transactional.id) fences whoever holds the id, so `recover` first asks whether another node
-announced itself as the writer since this one started (`superseded`, from
-`streams.node.presence`): if so it does not renew, and the writer stays fenced (read-only).
+The producer is instead renewed by `recover`, which the shard calls before it re-reads its log,
+once the broker answers again. A renewal (init_transactions under the same transactional.id)
+fences whoever holds the id, so `recover` first asks whether another node announced itself as
+the writer since this one started (`superseded`, from `streams.node.presence`): if so it does
+not renew, and the writer stays fenced (read-only). After `start` and after each `recover` the
+writer makes the end of its own logs readable (`streams.node.settle`: on Tansu's S3 storage a
+crash or an outage can leave a transaction prepared or a watermark past the last record).
+A record reported delivered without an offset (a produce the broker took for a duplicate: on
+Tansu its batch may never have been stored) fails its batch although the transaction committed.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from streams.node.settle import SettleError, settle
 from streams.node.trust import signed
 from streams.ops.codec import Sealed
 from streams.ops.pack import PACK_BYTES, pack_sealed, packed
@@ -106,17 +111,21 @@ class RegionWriter:
             "log_level": 3,
         }
         self._producer = Producer(self._config)
+        self._unconfirmed = False
+        """A record of the last append was reported delivered without an offset (`_delivered`)."""
         self._renew_needed = False
         """A failed transaction could not be aborted (librdkafka refuses to abort while a timed
         out commit is still in progress): the producer must be replaced before the next one."""
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"writer-{region_name}-s{shard}")
 
     def start(self) -> None:
-        """Register the transactional id; this is what fences any older writer of the region."""
+        """Register the transactional id; this is what fences any older writer of the region.
+        Then make sure the node can read its own logs to their end (`_settle`)."""
         try:
             self._producer.init_transactions(self.timeout_s)
         except KafkaException as exc:
             raise WriterError(f"cannot start the writer of {self.name}: {exc}") from exc
+        self._settle()
 
     async def append(
         self, replicated: Sequence[Sealed], local: Sequence[Sealed], deadline: float | None = None
@@ -131,7 +140,14 @@ class RegionWriter:
         if deadline is None:
             deadline = time.monotonic() + self.timeout_s
         loop = asyncio.get_running_loop()
+        self._unconfirmed = False
         await loop.run_in_executor(self._thread, self._append_sync, replicated, local, deadline)
+        if self._unconfirmed:
+            self._unconfirmed = False
+            raise WriterError(
+                "the op log committed the write without confirming its records (a retried "
+                "produce the broker took for a duplicate)"
+            )
 
     def _append_sync(
         self, replicated: Sequence[Sealed], local: Sequence[Sealed], deadline: float
@@ -190,6 +206,12 @@ class RegionWriter:
         if error is None and offset is not None and offset >= 0:
             topic = message.topic() or ""
             self.next_offsets[topic] = max(self.next_offsets.get(topic, 0), offset + 1)
+        elif error is None:
+            # "Delivered" without an offset: librdkafka's answer to a retried produce that the
+            # broker refuses as a duplicate sequence. Tansu's S3 storage records the sequence
+            # before it writes the batch, so after a broker or store failure in between the
+            # records may be missing although the transaction commits (`append` fails the batch).
+            self._unconfirmed = True
 
     def _abort(self, deadline: float) -> None:
         """Abort the open transaction by `deadline`; when librdkafka cannot (a commit that timed
@@ -211,13 +233,35 @@ class RegionWriter:
     def _recover(self, superseded: Callable[[], str | None]) -> None:
         if self.fenced:
             raise WriterFenced(self._fenced_text())
-        if not self._renew_needed:
-            return
-        newer = superseded()
-        if newer is not None:
+        if self._renew_needed:
+            newer = superseded()
+            if newer is not None:
+                self.fenced = True
+                raise WriterFenced(newer)
+            self._renew()
+        # Even an aborted transaction can leave the end of an own log unreadable (Tansu: a
+        # watermark past the last batch), and the shard reads its log next.
+        self._settle()
+
+    def _settle(self) -> None:
+        """Make the end of the own logs readable before the node reads them (`streams.node.settle`:
+        on Tansu a prepared transaction or a watermark past the last record can hide it); writes
+        an aborted barrier transaction when it must. Raises WriterFenced or WriterError."""
+        try:
+            settle(
+                self._producer,
+                str(self._config["bootstrap.servers"]),
+                (self.oplog_topic, self.local_topic),
+                self.partition,
+                self.name,
+                _is_fenced,
+            )
+        except KafkaException as exc:  # `settle` raises only a fencing one
             self.fenced = True
-            raise WriterFenced(newer)
-        self._renew()
+            raise WriterFenced(self._fenced_text()) from exc
+        except SettleError as exc:
+            self._renew_needed = True  # a barrier may be half-done: never reuse this producer
+            raise WriterError(str(exc)) from exc
 
     def _renew(self) -> None:
         """A new producer with the same transactional id: its init_transactions makes the
@@ -250,6 +294,16 @@ class RegionWriter:
         self._thread.shutdown(wait=True)
         if not self.fenced:
             self._producer.flush(1.0)
+
+
+def _is_fenced(exc: KafkaException) -> bool:
+    error = exc.args[0] if exc.args else None
+    if not isinstance(error, KafkaError):
+        return False
+    return (
+        error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED)
+        or "fenced" in str(error).lower()
+    )
 
 
 def _left(deadline: float) -> float:

@@ -1,14 +1,24 @@
-"""Reproduces the open defect of issue 21 (docs/durability.md): region r1's node, broker and
-object store SIGKILLed at the same instant under load, with the mirrors idle (they copy on demand
-afterwards). In about one run in four the regions never converge afterwards, because an op log
-on r1's restarted broker is not 1..n (a seq twice in r1.oplog, or a copied r2 record missing),
-or the restarted node never becomes ready. A script, not a test:
+"""Region r1's node, broker and object store SIGKILLed at the same instant under load, with the
+mirrors idle (they copy on demand afterwards), then started again; did the regions converge?
+A script, not a test (tests/faults/test_durable_crash.py runs the same crash once):
 
     PYTHONPATH=.:tests python3 tests/faults/durable_crash_repro.py [RUNS]
 
-Prints, per run, whether the regions converged; for the first that did not, each region's
-applied vector and whether every op log on every cluster holds seqs 1..n. Exit 1 if a run did
-not converge (the defect showed), 0 if none did.
+What such a crash leaves on Tansu 0.6.0's S3 storage, which writes one produce or EndTxn as
+several objects in turn (docs/durability.md has the evidence):
+- a transaction prepared but not completed (EndTxn marked it PrepareCommit, the kill came before
+  its markers): `init_transactions` does not complete it, its records stay behind the last stable
+  offset, and the next commit on the partition completes it: the restarted node read its log to
+  that EOF, wrote the old op's seq again, and the old op appeared beside it (one seq twice);
+- a watermark past the last record (the kill came between the watermark object and the batch):
+  the partition never reports its EOF, and a reader waiting for it waits for ever;
+- a produce whose sequence was recorded but whose batch was not: its retry is answered as a
+  duplicate, which librdkafka reports as delivered, and the record is missing.
+Before `streams.node.settle` (the restarted node makes its own logs' end readable, writing an
+aborted barrier when it must) and the mirror's checks (`topology.mirror.resume`, `.writer`),
+about one run in four did not converge. Prints per run whether the regions converged and the
+barriers r1's node wrote; for the first that did not, each region's applied vector and whether
+every op log on every cluster holds seqs 1..n. Exit 1 if a run did not converge, 0 if all did.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from faults.workload import first_write, log_dots, prepare, run_load
 from topology.local import LocalTopology, TopologyError
@@ -58,7 +69,13 @@ def one_run(run: int) -> bool:
                     whole = seqs == list(range(1, len(seqs) + 1))
                     print(f"  {topic} on r{i}'s cluster: {len(seqs)} records, 1..n: {whole}")
             return False
-        print(f"run {run}: converged", flush=True)
+        log = Path(topo.workdir) / "node-r1.log"
+        barriers = [
+            line.split("own log end not readable (", 1)[1].rsplit("): writing", 1)[0]
+            for line in log.read_text().splitlines()
+            if "own log end not readable" in line
+        ]
+        print(f"run {run}: converged; barriers written by r1's node: {barriers or 'none'}")
         return True
 
 

@@ -11,6 +11,18 @@ Tansu's high watermark is the last batch's base offset + 1 (on Apache Kafka the 
 last record), so reading to partition EOF from just below it yields a partition's last record; a
 tail of transaction control batches holds none, and the window widens backwards. All partitions
 are read in one pass each: the time a read waits for its EOF (one fetch wait) is paid once.
+
+A target whose end cannot be read: Tansu's S3 storage writes a produce in steps (the partition's
+watermark object, then the batch object), so a produce cut short by a failing object store (or a
+killed broker) can leave the watermark one past the last batch. Such a partition never reports
+its EOF (librdkafka reports it only at the watermark) and a fetch at the missing offset answers
+nothing, until a later batch is written behind the gap, and the only writer of a mirrored topic
+is this mirror, which waits here for that end: copying into that cluster stopped for good (seen
+after an object store outage: issue 21). So the tail read is also bounded by
+`TAIL_STALL_S` without any record or EOF: a partition that delivered its last records and then
+stays silent ends at the last record it delivered. On Apache Kafka a fetch below the watermark
+always answers with data, so only a stalled broker could end a read that way, and resuming from
+an earlier copy only copies some records again (at least once: readers drop duplicates).
 """
 
 from __future__ import annotations
@@ -31,6 +43,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+TAIL_STALL_S = 5.0
+"""How long a read of the target's tail may go without a record or an EOF before the last record
+it delivered counts as the partition's last (see the module docstring)."""
+
 
 def resume_offsets(clients: Clients, partitions: int, deadline: Deadline) -> dict[int, int]:
     """Per partition of the source, the next source offset to copy (0 for an empty target)."""
@@ -50,6 +66,7 @@ def _read(
     deadline: Deadline,
     doing: str,
     growing: bool = False,
+    stall_timeout: float | None = None,
 ) -> ReadToEnd:
     """Data records of `topic` from `starts` (partition -> offset) up to each one's EOF (or, for
     a `growing` log, at least up to the end first reported)."""
@@ -64,6 +81,7 @@ def _read(
         on_error=clients.consumer_event,
         growing=growing,
         timeout_error=MirrorTimeout,
+        stall_timeout=stall_timeout,
     )
 
 
@@ -87,10 +105,20 @@ def _last_copies(clients: Clients, partitions: int, deadline: Deadline) -> dict[
         found: dict[int, Msg] = {}
         while windows:
             starts = {p: max(bounds[p][0], bounds[p][1] - window) for p, window in windows.items()}
-            for message in _read(
-                clients, consumer, topic, starts, deadline, "reading the target's tail"
-            ):
-                found[message.partition() or 0] = message
+            reading = _read(
+                clients,
+                consumer,
+                topic,
+                starts,
+                deadline,
+                "reading the target's tail",
+                stall_timeout=TAIL_STALL_S,
+            )
+            try:
+                for message in reading:
+                    found[message.partition() or 0] = message
+            except MirrorTimeout as exc:
+                _end_at_last_delivered(clients, reading, found, exc)
             # No data record in the window (control batches of a transactional writer): widen.
             windows = {
                 p: w * 16 for p, w in windows.items() if p not in found and starts[p] > bounds[p][0]
@@ -98,6 +126,29 @@ def _last_copies(clients: Clients, partitions: int, deadline: Deadline) -> dict[
         return found
     finally:
         consumer.close()
+
+
+def _end_at_last_delivered(
+    clients: Clients, reading: ReadToEnd, found: Mapping[int, Msg], exc: MirrorTimeout
+) -> None:
+    """The tail read stalled: each partition still open that delivered a record ends at the
+    last one it delivered (a watermark past its last batch, see the module docstring); raise
+    `exc` if one delivered nothing (nothing to resume from)."""
+    if not reading.stalled:
+        raise exc
+    for _topic, partition in sorted(reading.unfinished):
+        last = found.get(partition)
+        if last is None:
+            raise exc
+        log.warning(
+            "%s: partition %d of the target answers no record and no end after offset %s "
+            "for %.0f s although its watermark is further (%s): resuming after that record",
+            clients.route.name,
+            partition,
+            last.offset(),
+            TAIL_STALL_S,
+            exc,
+        )
 
 
 def _mirrored_offset(clients: Clients, partition: int, last: Msg) -> int:
