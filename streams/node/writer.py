@@ -161,8 +161,7 @@ class RegionWriter:
             producer.begin_transaction()
             key = self.signing_key
             for topic, records in ((self.oplog_topic, replicated), (self.local_topic, local)):
-                runs = list(packed([r.value for r in records], PACK_LIMIT))
-                for i, (start, end) in enumerate(runs):
+                for start, end in packed([r.value for r in records], PACK_LIMIT):
                     record = pack_sealed(records[start:end])
                     producer.produce(
                         topic,
@@ -172,7 +171,7 @@ class RegionWriter:
                         headers=record.headers
                         if key is None
                         else signed(record.headers, key, record.value),
-                        on_delivery=self._delivered if i == len(runs) - 1 else None,
+                        on_delivery=self._delivered,
                     )
             if self.fail_next > 0:
                 self.fail_next -= 1
@@ -200,8 +199,10 @@ class RegionWriter:
             raise WriterError(f"the producer queue is full: {exc}") from exc
 
     def _delivered(self, error: KafkaError | None, message: Message[Any, Any]) -> None:
-        """The last record of a topic in a transaction landed: what follows it in that topic is
-        where a snapshot taken now resumes reading (control records are skipped by readers)."""
+        """A record of the transaction landed (every record is reported: with op packs a
+        transaction has few): what follows it in its topic is where a snapshot taken now resumes
+        reading (control records are skipped by readers), and one reported without an offset
+        makes the batch unconfirmed."""
         offset = message.offset()
         if error is None and offset is not None and offset >= 0:
             topic = message.topic() or ""
