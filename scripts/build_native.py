@@ -73,6 +73,11 @@ MODULES = [
     "streams/avro_binary.py",
     "streams/ops/fast_xadd.py",
     "streams/ops/pack.py",
+    # the XADD command path of the node (its own time at pipeline 16, py-spy) and the parser
+    "streams/commands/base.py",
+    "streams/commands/trimming.py",
+    "streams/commands/entries.py",
+    "streams/resp/parser.py",
 ]
 
 
