@@ -3,7 +3,7 @@
 
     python3 scripts/build_native.py           # build (about a minute on 2 cores); prints status
     python3 scripts/build_native.py --clean   # remove every compiled module: back to pure Python
-    python3 scripts/build_native.py --status  # what this tree would run, and why
+    python3 scripts/build_native.py --status  # what this tree runs, and why (0: compiled)
 
 Why a script and not a build hook in pyproject.toml: `pip install -e .` would then need mypy and
 a C compiler in its isolated build environment on every install, and a compiler error would fail
@@ -194,17 +194,19 @@ def _check() -> str | None:
 
 
 def status() -> int:
+    """Exit status 0 when this tree runs compiled (a fresh build, STREAMS_PURE unset), else 1."""
     reason = native.pure_reason(PACKAGE, "streams", dict(os.environ))
     built = sorted(native.extension_modules(PACKAGE, "streams"))
     if not built:
         print("pure Python: nothing compiled (python3 scripts/build_native.py builds it)")
     elif reason is None:
         print(f"compiled: {len(built) - 1} modules, fresh")
+        return 0
     elif reason == "":
         print("pure Python: STREAMS_PURE is set (the compiled modules are there and fresh or not)")
     else:
         print(f"pure Python: {reason}")
-    return 0
+    return 1
 
 
 def main() -> int:
