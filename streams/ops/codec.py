@@ -7,11 +7,12 @@ schema, so logs written years ago stay replayable after the schema evolves, and 
 by a newer, unknown schema is refused loudly instead of being misread.
 
 Bodies are converted by one walk over each op dataclass's fields, chosen once per type at import
-from the field's annotation (an ID, IDs, per-origin IDs, entry fields: `_BY_ANNOTATION`), so a
-new op type needs its schema branch and nothing here. The Avro record name is the Python class
-name and the Avro field names are the dataclass's: renaming either changes the wire format, so
-this module checks at import that the current schema's body branches are exactly the op types of
-`streams.crdt.ops` (and tests/unit/test_codec.py pins the fingerprint of every shipped schema).
+from the field's Avro type in the current schema (an ID, IDs, per-origin IDs, entry fields:
+`_BY_AVRO_TYPE`), so a new op type needs its schema branch and nothing here. The Avro record
+name is the Python class name and the Avro field names are the dataclass's: renaming either
+changes the wire format, so this module checks at import that the current schema's body
+branches are exactly the op types of `streams.crdt.ops` (and tests/unit/test_codec.py pins the
+fingerprint of every shipped schema).
 
 IDs (`StreamID`, unsigned 64-bit in Redis) are stored as Avro `long` with the same two's-complement
 bit pattern: values >= 2^63 are written as `value - 2^64` and mapped back on read (see the schema's
@@ -182,11 +183,8 @@ def _vector_in(ds: list[Datum]) -> Vector:
     return tuple([(d["region"], d["seq"]) for d in ds])
 
 
-# Bodies <-> Avro datums. One converter for every body type, driven by the Avro type the current
-# schema gives each field of the op dataclass (an ID, IDs, per-origin IDs, fields), so a new op
-# type needs its schema branch and nothing here. The Avro record name is the class name. Why the
-# schema and not the dataclass annotations: annotations are strings in source but erased to bare
-# runtime types (`tuple`, `type`) when streams.crdt.ops is compiled (scripts/build_native.py).
+# Bodies <-> Avro datums, by the schema's field types rather than the dataclass annotations:
+# those are erased to bare runtime types (`tuple`, `type`) when streams.crdt.ops is compiled.
 
 _FieldCodec = tuple[Callable[[Any], Any], Callable[[Any], Any]]
 _PLAIN: _FieldCodec = (lambda v: v, lambda v: v)
@@ -222,10 +220,10 @@ def _avro_type_name(avro_type: Any) -> str:
 
 def _body_branches(schema: Schema) -> dict[str, dict[str, Any]]:
     """The record branches of a schema's body union, by full name."""
-    body = next((f for f in schema["fields"] if f["name"] == "body"), None)
-    if body is None:
-        return {}
-    return {_NAMESPACE + b["name"].rsplit(".", 1)[-1]: b for b in body["type"]}
+    body: list[dict[str, Any]] = next(
+        (f["type"] for f in schema["fields"] if f["name"] == "body"), []
+    )
+    return {_NAMESPACE + b["name"].rsplit(".", 1)[-1]: b for b in body}
 
 
 def _field_codecs(body_type: type, branch: dict[str, Any]) -> tuple[tuple[str, _FieldCodec], ...]:
