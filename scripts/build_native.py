@@ -21,6 +21,7 @@ STREAMS_PURE=1 forces them). All of it is in .gitignore.
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import json
 import os
@@ -85,6 +86,28 @@ def _module_name(path: str) -> str:
     return path.removesuffix(".py").replace("/", ".")
 
 
+def dependencies(modules: list[str]) -> list[str]:
+    """The sources of our own modules that the compiled ones import but that stay Python
+    (relative paths: `streams/errors.py`, ...): a change there can make a build stale too."""
+    compiled = {_module_name(m) for m in modules}
+    found: set[str] = set()
+    for module in modules:
+        for node in ast.walk(ast.parse((ROOT / module).read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            for name in names:
+                if not name.startswith("streams.") or name in compiled:
+                    continue
+                path = ROOT.joinpath(*name.split("."))
+                for candidate in (path.with_suffix(".py"), path / "__init__.py"):
+                    if candidate.is_file() and candidate != PACKAGE / "__init__.py":
+                        found.add(str(candidate.relative_to(ROOT)))
+    return sorted(found)
+
+
 def clean() -> list[Path]:
     """Removes every extension module under streams/ and the manifest (not build/)."""
     removed = []
@@ -132,6 +155,7 @@ def build(jobs: int) -> int:
         return 1
     clean()
     hashes = {_module_name(m): native.source_hash(ROOT / m) for m in MODULES}
+    depends = {rel: native.source_hash(ROOT / rel) for rel in dependencies(MODULES)}
     target = "build/mypyc"
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
@@ -155,6 +179,7 @@ def build(jobs: int) -> int:
         "python": sys.version.split()[0],
         "shared_library": GROUP + "__mypyc",
         "modules": hashes,
+        "depends": depends,
     }
     (PACKAGE / native.MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
     problem = _check()

@@ -9,9 +9,10 @@ state machine. `install()` (called by `streams/__init__.py`, before any of them 
 puts a finder in front of the import system that serves the `.py` sources instead when:
 
 - `STREAMS_PURE=1` is set (the pure tier of the tests, or to rule the compiled core out);
-- any compiled module's source differs from the one it was built from, the manifest is missing
-  or unreadable, or an extension module is not one the manifest lists (a partial or older build):
-  then one `NativeBuildWarning` names why.
+- any compiled module's source differs from the one it was built from, or the source of a module
+  of ours that they import (compiled code bakes in what it knew of those: a NamedTuple's field
+  order, a class's bases), the manifest is missing or unreadable, or an extension module is not
+  one the manifest lists (a partial or older build): then one `NativeBuildWarning` names why.
 
 All or nothing, never per module: the compiled modules live in one shared library
 (`streams/_native__mypyc*.so`) and call each other's functions and classes natively, so a
@@ -93,6 +94,7 @@ def _decide(
     try:
         manifest = json.loads((package_dir / MANIFEST_NAME).read_text())
         modules: dict[str, str] = manifest["modules"]
+        depends: dict[str, str] = manifest.get("depends", {})
         shared: str = manifest["shared_library"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return f"no readable {MANIFEST_NAME} ({type(exc).__name__}): a partial build", extensions
@@ -107,6 +109,13 @@ def _decide(
             fresh = False
         if not fresh:
             changed.append(str(source.relative_to(package_dir.parent)))
+    for rel, digest in sorted(depends.items()):
+        try:
+            fresh = source_hash(package_dir.parent / rel) == digest
+        except OSError:
+            fresh = False
+        if not fresh:
+            changed.append(f"{rel} (imported by the compiled modules)")
     if changed:
         return f"{', '.join(changed)} changed since compiled", extensions
     strays = sorted(set(extensions) - set(modules) - {shared})

@@ -41,7 +41,9 @@ def package(tmp_path: Path) -> Path:
 
 
 def _write_manifest(package: Path, modules: dict[str, str]) -> None:
-    manifest = {"shared_library": "streams._native__mypyc", "modules": modules}
+    """`ids` imports `errors`, which stays Python: the build records its source too."""
+    depends = {"streams/errors.py": native.source_hash(package / "errors.py")}
+    manifest = {"shared_library": "streams._native__mypyc", "modules": modules, "depends": depends}
     (package / native.MANIFEST_NAME).write_text(json.dumps(manifest))
 
 
@@ -76,6 +78,14 @@ def test_a_source_changed_after_the_build_is_served_with_one_warning(package: Pa
     assert run.stdout.splitlines()[1] == "True"  # the edited source, not an older copy
     assert run.stderr.count("NativeBuildWarning") == 1
     assert "streams/ids.py changed since compiled" in run.stderr
+
+
+def test_a_module_the_compiled_ones_import_changed_serves_the_sources(package: Path) -> None:
+    with (package / "errors.py").open("a") as f:
+        f.write("\n# edited\n")
+    run = _import_ids(package)
+    assert _served_from_source(run)
+    assert "streams/errors.py (imported by the compiled modules)" in run.stderr
 
 
 def test_streams_pure_serves_the_sources_without_a_warning(package: Path) -> None:
