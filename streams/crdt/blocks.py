@@ -29,6 +29,8 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from mypy_extensions import mypyc_attr
+
 from streams.crdt.listpack import LP_EMPTY, entry_size, int_size, master_size
 from streams.crdt.ops import Fields
 from streams.ids import StreamID
@@ -141,6 +143,9 @@ def _decode(payload: bytes) -> Decoded:
     return ids, dots, tuple(fields)
 
 
+# Compiled: serializable for `Block.__new__` (installed blocks), copy (the undo journal) and
+# pickle; subclassable so that a Block built from interpreted code runs its __init__ (as Group).
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Block:
     """One node: slots in ID order, `dead` a bit per deleted slot, `lp_base` the listpack bytes
     of everything but the header, the end byte and the two counters (live, deleted)."""

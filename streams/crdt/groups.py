@@ -12,6 +12,7 @@ cursors.
 
 from __future__ import annotations
 
+from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedDict, SortedSet
 
 from streams.crdt.ops import EntryRef
@@ -30,6 +31,13 @@ def pel_ref(key: PelKey) -> EntryRef:
     return (key[2], (key[0], key[1]))
 
 
+# Compiled (scripts/build_native.py), a class whose __init__ takes arguments can be copied or
+# pickled (the Spark pipeline pickles a key's state) only when declared `serializable`; and with
+# mypyc 2.x such a class built from interpreted code (the snapshot reader) runs its __init__ only
+# if it also allows interpreted subclasses (its tp_init is otherwise empty). Both, then.
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class PendingEntry:
     __slots__ = ("consumer", "delivery_time", "delivery_count")
 
@@ -39,6 +47,7 @@ class PendingEntry:
         self.delivery_count = delivery_count
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Consumer:
     __slots__ = ("name", "seen_time", "pending")
 
@@ -48,6 +57,7 @@ class Consumer:
         self.pending: SortedSet = SortedSet()
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Group:
     """One group as a region sees it."""
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mypy_extensions import mypyc_attr
+
 from streams.crdt import ops
 from streams.crdt.causal import CausalBuffer
 from streams.crdt.state import State
 from streams.ids import MIN_ID, IdMode, StreamID
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled, still subclassed: replay's KeyWatch
 class Region:
     __slots__ = ("id", "mode", "state", "causal", "local_seq", "_dirty_acks", "_progress")
 

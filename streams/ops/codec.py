@@ -7,11 +7,12 @@ schema, so logs written years ago stay replayable after the schema evolves, and 
 by a newer, unknown schema is refused loudly instead of being misread.
 
 Bodies are converted by one walk over each op dataclass's fields, chosen once per type at import
-from the field's annotation (an ID, IDs, per-origin IDs, entry fields: `_BY_ANNOTATION`), so a
-new op type needs its schema branch and nothing here. The Avro record name is the Python class
-name and the Avro field names are the dataclass's: renaming either changes the wire format, so
-this module checks at import that the current schema's body branches are exactly the op types of
-`streams.crdt.ops` (and tests/unit/test_codec.py pins the fingerprint of every shipped schema).
+from the field's Avro type in the current schema (an ID, IDs, per-origin IDs, entry fields:
+`_BY_AVRO_TYPE`), so a new op type needs its schema branch and nothing here. The Avro record
+name is the Python class name and the Avro field names are the dataclass's: renaming either
+changes the wire format, so this module checks at import that the current schema's body
+branches are exactly the op types of `streams.crdt.ops` (and tests/unit/test_codec.py pins the
+fingerprint of every shipped schema).
 
 IDs (`StreamID`, unsigned 64-bit in Redis) are stored as Avro `long` with the same two's-complement
 bit pattern: values >= 2^63 are written as `value - 2^64` and mapped back on read (see the schema's
@@ -182,38 +183,62 @@ def _vector_in(ds: list[Datum]) -> Vector:
     return tuple([(d["region"], d["seq"]) for d in ds])
 
 
-# Bodies <-> Avro datums. One converter for every body type, driven by the dataclass field
-# annotations: a field is converted by what it holds (an ID, IDs, per-origin IDs, fields), so a new
-# op type needs its schema branch and nothing here. The Avro record name is the class name.
+# Bodies <-> Avro datums, by the schema's field types rather than the dataclass annotations:
+# those are erased to bare runtime types (`tuple`, `type`) when streams.crdt.ops is compiled.
 
 _FieldCodec = tuple[Callable[[Any], Any], Callable[[Any], Any]]
-_BY_ANNOTATION: dict[str, _FieldCodec] = {
-    "StreamID": (_id_out, _id_in),
-    "StreamID | None": (_opt_id_out, _opt_id_in),
-    "tuple[StreamID, ...]": (_ids_out, _ids_in),
-    "OriginIds": (_oids_out, _oids_in),
-    "tuple[EntryRef, ...]": (_oids_out, _oids_in),
-    "Fields": (list, tuple),
-}
 _PLAIN: _FieldCodec = (lambda v: v, lambda v: v)
-_PLAIN_ANNOTATIONS = frozenset({"bytes", "int", "bool", "int | None"})
-
-
-def _field_codec(body_type: type, field: dataclasses.Field[Any]) -> _FieldCodec:
-    annotation = str(field.type)
-    if annotation in _BY_ANNOTATION:
-        return _BY_ANNOTATION[annotation]
-    if annotation in _PLAIN_ANNOTATIONS:
-        return _PLAIN
-    raise TypeError(f"{body_type.__name__}.{field.name}: no codec for {annotation!r}")
-
-
-_FIELDS: dict[type, tuple[tuple[str, _FieldCodec], ...]] = {
-    t: tuple((f.name, _field_codec(t, f)) for f in dataclasses.fields(t))
-    for t in (*REPLICATED_TYPES, *LOCAL_TYPES)
+_BY_AVRO_TYPE: dict[str, _FieldCodec] = {
+    "StreamID": (_id_out, _id_in),
+    "null|StreamID": (_opt_id_out, _opt_id_in),
+    "array<StreamID>": (_ids_out, _ids_in),
+    "array<OriginId>": (_oids_out, _oids_in),
+    "array<bytes>": (list, tuple),
+    "bytes": _PLAIN,
+    "long": _PLAIN,
+    "boolean": _PLAIN,
+    "null|long": _PLAIN,
 }
+
 # Keyed by exact type: a subclass is not an op type the schema knows.
-_BY_NAME: dict[str, type] = {_NAMESPACE + t.__name__: t for t in _FIELDS}
+_BY_NAME: dict[str, type] = {_NAMESPACE + t.__name__: t for t in (*REPLICATED_TYPES, *LOCAL_TYPES)}
+
+
+def _avro_type_name(avro_type: Any) -> str:
+    """A field's Avro type as a short name: `StreamID`, `null|long`, `array<OriginId>`, ...
+    (named types without their namespace, whether defined there or referenced by name)."""
+    if isinstance(avro_type, list):
+        return "|".join(_avro_type_name(branch) for branch in avro_type)
+    if isinstance(avro_type, dict):
+        if avro_type["type"] == "array":
+            return f"array<{_avro_type_name(avro_type['items'])}>"
+        if "name" in avro_type:
+            return str(avro_type["name"]).rsplit(".", 1)[-1]
+        return _avro_type_name(avro_type["type"])
+    return str(avro_type).rsplit(".", 1)[-1]
+
+
+def _body_branches(schema: Schema) -> dict[str, dict[str, Any]]:
+    """The record branches of a schema's body union, by full name."""
+    body: list[dict[str, Any]] = next(
+        (f["type"] for f in schema["fields"] if f["name"] == "body"), []
+    )
+    return {_NAMESPACE + b["name"].rsplit(".", 1)[-1]: b for b in body}
+
+
+def _field_codecs(body_type: type, branch: dict[str, Any]) -> tuple[tuple[str, _FieldCodec], ...]:
+    """Per dataclass field of the op type, in constructor order, its converter pair, chosen by
+    the field's Avro type in the schema branch of the same name."""
+    avro_fields = {f["name"]: f["type"] for f in branch["fields"]}
+    out = []
+    for field in dataclasses.fields(body_type):
+        if field.name not in avro_fields:
+            raise TypeError(f"{body_type.__name__}.{field.name}: not in the op-log schema")
+        avro = _avro_type_name(avro_fields[field.name])
+        if avro not in _BY_AVRO_TYPE:
+            raise TypeError(f"{body_type.__name__}.{field.name}: no codec for Avro type {avro}")
+        out.append((field.name, _BY_AVRO_TYPE[avro]))
+    return tuple(out)
 
 
 def _body_out(body: Body) -> Datum:
@@ -400,8 +425,7 @@ CURRENT_SCHEMA: Schema = _read_package_schema("oplog.avsc")
 
 def _check_body_branches(schema: Schema) -> None:
     """The schema's `body` union names exactly the op types (`_BY_NAME`), in any order."""
-    body = next((f for f in schema["fields"] if f["name"] == "body"), None)
-    branches = {_NAMESPACE + b["name"] for b in body["type"]} if body is not None else set()
+    branches = set(_body_branches(schema))
     if branches != set(_BY_NAME):
         raise RuntimeError(
             f"oplog.avsc's body branches {sorted(branches)} are not the op types of "
@@ -410,6 +434,10 @@ def _check_body_branches(schema: Schema) -> None:
 
 
 _check_body_branches(CURRENT_SCHEMA)
+_FIELDS: dict[type, tuple[tuple[str, _FieldCodec], ...]] = {
+    _BY_NAME[name]: _field_codecs(_BY_NAME[name], branch)
+    for name, branch in _body_branches(CURRENT_SCHEMA).items()
+}
 DEFAULT_CODEC = Codec(CURRENT_SCHEMA, known_schemas())
 
 SCHEMA_FINGERPRINT: str = DEFAULT_CODEC.fingerprint_hex

@@ -116,8 +116,8 @@ def decode_each(value: bytes | None) -> list[tuple[bytes, Record]]:
     for i, item in enumerate(items):
         try:
             out.append((item, decode(item)))
-        except DecodeError as exc:
-            raise DecodeError(f"item {i} of an op pack of {len(items)}: {exc}") from None
+        except DecodeError as bad:  # not `exc`: compiled, one name has one exception type
+            raise DecodeError(f"item {i} of an op pack of {len(items)}: {bad}") from None
     first = _writer_of(out[0][1])
     for i, (_item, record) in enumerate(out):
         if _writer_of(record) != first:

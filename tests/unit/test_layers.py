@@ -24,8 +24,14 @@ def _imported_by(*modules: str) -> dict[str, set[str]]:
         run = subprocess.run(
             [sys.executable, "-c", code, module], capture_output=True, text=True, check=True
         )
-        out[module] = {m for m in json.loads(run.stdout) if m.startswith(("streams", "topology"))}
+        ours = {m for m in json.loads(run.stdout) if m.startswith(("streams", "topology"))}
+        out[module] = ours - PACKAGE_ROOT
     return out
+
+
+PACKAGE_ROOT = {"streams.native", "streams._native__mypyc"}
+"""What `import streams` itself brings: the choice between the compiled core and its sources
+(`streams.native`) and, compiled, mypyc's shared library. Part of the root, like `streams`."""
 
 
 def _package_modules(package: str) -> list[str]:
