@@ -410,7 +410,7 @@ def test_broker_restarts(region: Callable[[], str]) -> None:
             wait_until(lambda: mirror.error is not None, timeout=20)
             assert isinstance(mirror.error, MirrorError)
             assert "was deleted or recreated" in str(mirror.error)
-            assert not mirror.running
+            wait_until(lambda: not mirror.running, timeout=5)  # it stops for good
         with (
             Mirror(source.bootstrap, target.bootstrap, name, "A") as fresh,
             pytest.raises(MirrorError, match="source log ends at offset"),
