@@ -108,7 +108,7 @@ def workload(conn: RawClient) -> None:
     ):
         conn.call(args)
     big = [b"XADD", b"big", b"*"]
-    for i in range(300_000):
+    for i in range(1_000_000):
         big += [b"f%d" % i, b"v"]
     conn.call(big)
     conn.call([b"DEL", b"big"])
