@@ -3,8 +3,12 @@ runs, the redis-benchmark command, and the py-spy self-time summary (no process 
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+
 import pytest
 
+from bench import ab
 from bench.shards import DEFAULT_SYSTEMS, FIGURES, pick
 from bench.shards_profile import GC, ROOT, function_name, self_time
 from bench.throughput import (
@@ -94,3 +98,23 @@ def test_c_time_counts_for_its_python_caller_and_the_collector_apart() -> None:
         ("prepare (streams/crdt/region.py)", 0.3),
         ("0x7f18208a4193 (libc.so.6)", 0.1),
     )
+
+
+def test_ab_reads_a_trees_results_and_compares_each_round_with_the_first_tree(
+    tmp_path: Path,
+) -> None:
+    """bench.ab runs a script with a tree's code (cwd and PYTHONPATH the tree) and reports per
+    figure the median, the range and the median of the per-round ratios to the first tree."""
+    (tmp_path / "marker.py").write_text("NAME = 'the tree'\n")
+    script = "import marker\nprint('RESULT', 'xadd P16', 10.0)\nprint('noise')\n"
+    assert ab.run_in(tmp_path, script, []) == {"xadd P16": 10.0}
+    old, new = Path("/old"), Path("/new")
+    results = {
+        (str(old), "xadd P16"): [100.0, 200.0, 100.0],
+        (str(new), "xadd P16"): [150.0, 300.0, 250.0],
+    }
+    args = argparse.Namespace(rounds=3, regions=1, requests=1000, replay=0)
+    table = ab.markdown(results, [old, new], args, [1.0, 2.5])
+    assert "| xadd P16 | /new | 250 | 150-300 | 1.50 |" in table
+    assert "| xadd P16 | /old | 100 | 100-200 | 1.00 |" in table
+    assert "load average before each run 1.00-2.50" in table
