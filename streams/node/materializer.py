@@ -36,8 +36,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from confluent_kafka import KafkaException, Message
 
@@ -58,8 +57,11 @@ POLL_S = 0.05
 MAX_BATCH = 10_000
 
 
-@dataclass(frozen=True)
-class Decoded:
+class Decoded(NamedTuple):
+    """One op read, with where its record was (a pack's ops share the place). A NamedTuple, not
+    a frozen dataclass: one is made per op replayed, and a frozen dataclass's constructor sets
+    each field through object.__setattr__."""
+
     topic: str
     partition: int
     offset: int
