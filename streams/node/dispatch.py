@@ -30,6 +30,7 @@ from streams.node import auth, router, transactions
 from streams.node.clients import Client, Clients, Queued
 from streams.node.stats import EXECUTED, QUEUED, REJECTED, UNKNOWN, Stats
 from streams.reply import NULL_ARRAY, Reply
+from streams.resp.request import Dropped
 from streams.resp.server import Held, Instead, Session, Until
 
 log = logging.getLogger(__name__)
@@ -331,6 +332,9 @@ class Dispatcher:
             if found.name == "exec" and client.transaction is None:  # Redis's rejectCommand
                 denied = CommandError(errors.EXECABORT_BECAUSE_FMT.format(reason=denied.text))
             return transactions.reject(client, args[0].lower(), denied), None, found, REJECTED
+        if type(args) is Dropped:
+            refused = transactions.reject(client, args[0].lower(), _dropped_error(args))
+            return refused, None, found, REJECTED
         builtin = router.builtin_name(found)
         tx = client.transaction
         if self.routing is not None:
@@ -448,6 +452,16 @@ class Dispatcher:
         except Exception:  # one broken command must not lose the others' replies
             log.exception("command %r inside EXEC failed", args[:1])
             return CommandError("ERR internal error, see the node's log")
+
+
+def _dropped_error(request: Dropped) -> CommandError:
+    """The refusal of a request the parser dropped an argument of: the phrase of the op-log size
+    refusal (`shards.ShardSet`), since no longer value could be logged."""
+    return CommandError(
+        f"ERR the request is too large for the op log, nothing was applied: an argument of"
+        f" {request.longest} bytes, the log takes at most {request.kept} (max.message.bytes);"
+        f" the argument was not kept"
+    )
 
 
 def _group_read_block(cmd: Command, args: list[bytes]) -> int | None:

@@ -238,6 +238,7 @@ class RegionNode:
         is not read within `catch_up_timeout` seconds."""
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self.log.prepare)
+        self.limits.max_arg = self.log.record_limit  # a longer value could never be logged
         if self.presence is not None:
             await loop.run_in_executor(None, self._claim, self.presence, loop)
         await asyncio.gather(*(s.start(catch_up_timeout) for s in self.shards.shards))

@@ -49,6 +49,10 @@ class Limits:
     auth_required: bool = False
     """New connections start unauthenticated: the unauthenticated request limits apply."""
     max_bulk: int = MAX_BULK
+    max_arg: int = MAX_BULK
+    """The longest argument kept: a longer one (up to `max_bulk`) is read and dropped and its
+    request refused (`streams.resp.request.Dropped`); the node sets its op log's record limit,
+    since no longer value could be logged."""
     maxclients: int = 10000
     timeout_s: int = 0
     """Close a client idle (no request, none in flight) for longer; 0: never."""

@@ -38,6 +38,7 @@ from operator import eq
 from typing import Final
 
 from streams.numbers import string2ll
+from streams.resp.request import Dropped
 
 MAX_INLINE: Final = 64 * 1024
 """PROTO_INLINE_MAX_SIZE: the longest inline line or header line."""
@@ -50,6 +51,10 @@ UNAUTH_BULK: Final = 16384
 """Redis 7's limits on a request of a connection that must authenticate and has not yet
 (networking.c): more arguments, or a longer one, is a protocol error, so a client without the
 password cannot make the server read (and hold) a 512 MB value."""
+
+KEPT_FLOOR: Final = 4096
+"""`max_kept` is never lower: the fast path (`_canonical`) keeps every value shorter than this
+whole, and no op log takes records that small anyway."""
 
 _PREFIX: Final = "ERR Protocol error: "
 _SPACE: Final = frozenset(b" \t\n\r\f\v")  # C isspace() in the C locale
@@ -150,6 +155,9 @@ class RequestParser:
     complete request wait (`stalled`) until the connection has answered it and calls `resume`,
     so `AUTH` and a large request pipelined behind it are read as Redis reads them, the second
     one under the limits of a connection that is authenticated by then.
+
+    An argument longer than `max_kept` (and within `max_bulk`) is read and dropped as it
+    arrives, never held: its request comes out as a `Dropped` (see there).
     """
 
     __slots__ = (
@@ -157,6 +165,7 @@ class RequestParser:
         "gated",
         "_rest",
         "_max_bulk",
+        "_max_kept",
         "_max_multibulk",
         "_max_inline",
         "_chunks",
@@ -166,12 +175,15 @@ class RequestParser:
         "_args",
         "_left",
         "_bulk",
+        "_skip",
+        "_dropped",
     )
 
     def __init__(
         self,
         *,
         max_bulk: int = MAX_BULK,
+        max_kept: int = MAX_BULK,
         max_multibulk: int = MAX_MULTIBULK,
         max_inline: int = MAX_INLINE,
     ) -> None:
@@ -179,6 +191,7 @@ class RequestParser:
         self.gated = False
         self._rest = b""  # while gated: the bytes after the request being answered
         self._max_bulk = max_bulk
+        self._max_kept = max(max_kept, KEPT_FLOOR)
         self._max_multibulk = max_multibulk
         self._max_inline = max_inline
         # Unparsed bytes (from a request or argument boundary) wait in `_chunks` until parsing
@@ -192,6 +205,8 @@ class RequestParser:
         self._args: list[bytes] = []  # the arguments read so far of a partial multibulk
         self._left = 0  # arguments still to read of that multibulk (0: between requests)
         self._bulk = -1  # the length of the argument whose `$<len>` line was read, else -1
+        self._skip = 0  # bytes still to drop of an argument over `max_kept` (its CRLF included)
+        self._dropped = 0  # the longest argument dropped from the partial multibulk, else 0
 
     @property
     def buffered(self) -> int:
@@ -206,6 +221,16 @@ class RequestParser:
     @max_bulk.setter
     def max_bulk(self, value: int) -> None:
         self._max_bulk = value
+
+    @property
+    def max_kept(self) -> int:
+        """The longest argument kept: a longer one (up to `max_bulk`) is read and dropped.
+        Never below `KEPT_FLOOR`."""
+        return self._max_kept
+
+    @max_kept.setter
+    def max_kept(self, value: int) -> None:
+        self._max_kept = max(value, KEPT_FLOOR)
 
     @property
     def stalled(self) -> bool:
@@ -260,6 +285,7 @@ class RequestParser:
             self._held = self._need = 0
             self._args = []
             self._left = 0
+            self._skip = self._dropped = 0
         return out
 
     def _parse(self, buf: bytes, pos: int, out: list[list[bytes]], *, one: bool) -> int:
@@ -272,6 +298,7 @@ class RequestParser:
         bulk = self._bulk
         max_inline = self._max_inline
         max_bulk = self._max_bulk
+        max_kept = self._max_kept
         find = buf.find
         try:
             while True:
@@ -332,6 +359,19 @@ class RequestParser:
                         if bulk > UNAUTH_BULK and self.gated:
                             raise ProtocolError("unauthenticated bulk length")
                         pos = cr + 2
+                        if bulk > max_kept:
+                            self._skip = bulk + 2
+                            self._dropped = max(self._dropped, bulk)
+                    if self._skip:
+                        taken = min(self._skip, n - pos)
+                        pos += taken
+                        self._skip -= taken
+                        if self._skip:  # the rest of it is not here yet: nothing is held
+                            return pos
+                        args.append(b"")
+                        bulk = -1
+                        left -= 1
+                        continue
                     end = pos + bulk
                     if end + 2 > n:  # wait for the data and the two bytes after it
                         self._need = end + 2 - pos
@@ -340,7 +380,11 @@ class RequestParser:
                     pos = end + 2
                     bulk = -1
                     left -= 1
-                out.append(args)
+                if self._dropped:
+                    out.append(Dropped(args, self._dropped, max_kept))
+                    self._dropped = 0
+                else:
+                    out.append(args)
                 args = []
                 if one:
                     return pos
@@ -367,7 +411,7 @@ class RequestParser:
         return nl + 1, request
 
 
-_FAST_MAX: Final = 4096
+_FAST_MAX: Final = KEPT_FLOOR
 _COUNTS: Final = {b"*%d" % i: i for i in range(1, _FAST_MAX)}
 _HEADS: Final = [b"$%d" % i for i in range(_FAST_MAX)]
 _MASKS: Final = [b"\0" + b"\1\0" * i for i in range(_FAST_MAX)]

@@ -206,8 +206,10 @@ class RespProtocol(asyncio.Protocol):
         traffic.reads += 1
         traffic.bytes_in += len(data)
         self._active = time.monotonic()
-        self._parser.max_bulk = self._limits.max_bulk
-        self._take(self._parser.feed(data))
+        parser = self._parser
+        parser.max_bulk = self._limits.max_bulk
+        parser.max_kept = self._limits.max_arg
+        self._take(parser.feed(data))
 
     def _take(self, requests: list[list[bytes]]) -> None:
         """Queue what the parser gave, and let reading follow (`_Flow`)."""

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from streams.resp.parser import MAX_INLINE, RequestParser, split_args
+from streams.resp.parser import KEPT_FLOOR, MAX_INLINE, RequestParser, split_args
+from streams.resp.request import Dropped
 
 PE = "ERR Protocol error: "
 
@@ -191,6 +192,53 @@ def test_limits_are_settable() -> None:
     assert parser.error == PE + "invalid multibulk length"
     parser = RequestParser(max_bulk=10)
     assert parser.feed(b"*1\r\n$11\r\n") == [] and parser.error == PE + "invalid bulk length"
+
+
+@pytest.mark.parametrize("piece", [1, 7, 4096, 65536, 10**9])
+def test_an_argument_over_max_kept_is_read_and_dropped_holding_nothing(piece: int) -> None:
+    """Issue 27: a value the op log could never carry is thrown away as it arrives (the parser
+    holds at most the piece it was fed), and its request comes out as a `Dropped` with an empty
+    argument in its place; the requests around it are parsed as ever."""
+    big = b"\r\n*1\r\n$4\r\nPING\r\n" * 1000  # frame-looking bytes inside the value
+    data = (
+        b"*1\r\n$4\r\nPING\r\n"
+        + multibulk([b"XADD", b"s", b"*", b"f", big, b"g", b"x" * 5000])
+        + multibulk([b"ECHO", b"after"])
+    )
+    parser = RequestParser(max_kept=5000)
+    out: list[list[bytes]] = []
+    most = 0
+    for i in range(0, len(data), piece):
+        out.extend(parser.feed(data[i : i + piece]))
+        most = max(most, parser.buffered)
+    assert parser.error is None
+    assert out == [
+        [b"PING"],
+        [b"XADD", b"s", b"*", b"f", b"", b"g", b"x" * 5000],
+        [b"ECHO", b"after"],
+    ]
+    dropped = out[1]
+    assert type(dropped) is Dropped and (dropped.longest, dropped.kept) == (len(big), 5000)
+    assert [type(r) for r in (out[0], out[2])] == [list, list]
+    if piece < len(data):
+        assert most < len(big)  # never the dropped value whole
+    assert parser.buffered == 0
+
+
+def test_max_kept_never_goes_below_the_fast_paths_lengths() -> None:
+    parser = RequestParser(max_kept=10)
+    assert parser.max_kept == KEPT_FLOOR
+    parser.max_kept = 1
+    assert parser.max_kept == KEPT_FLOOR
+    value = b"v" * (KEPT_FLOOR - 1)
+    assert parser.feed(multibulk([b"ECHO", value])) == [[b"ECHO", value]]
+
+
+def test_a_protocol_error_after_a_dropped_argument_stops_the_parser_as_ever() -> None:
+    parser = RequestParser(max_kept=KEPT_FLOOR)
+    assert parser.feed(b"*3\r\n$4\r\nECHO\r\n$5000\r\n" + b"x" * 5002 + b"X\r\n") == []
+    assert parser.error == PE + "expected '$', got 'X'"
+    assert parser.buffered == 0 and parser.feed(b"*1\r\n$4\r\nPING\r\n") == []
 
 
 def test_split_args_examples() -> None:

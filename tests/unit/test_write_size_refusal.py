@@ -9,6 +9,9 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+import redis
+
 from streams.crdt import ops
 from streams.node.memory import MemoryLog
 from streams.node.node import NodeOptions, RegionNode
@@ -17,6 +20,7 @@ from streams.reply import Reply
 from streams.resp.server import Held, Session
 from topology.config import RegionConfig, Topology
 from topology.kafka import MAX_RECORD_BYTES
+from topology.ports import free_port
 
 TOPOLOGY = Topology(regions=(RegionConfig("r1", 1, "127.0.0.1:1", 7001),))
 
@@ -115,3 +119,42 @@ def test_a_70mb_value_is_refused_against_the_default_limit_before_it_is_encoded(
     assert f"at least {70 * 1024 * 1024 + 2}" in text and str(MAX_RECORD_BYTES) in text
     assert _keys_appended(log) == []
     loop.close()
+
+
+def test_a_value_longer_than_the_log_takes_is_dropped_unread_and_refused_over_a_socket() -> None:
+    """The RESP server drops an argument longer than the log's record limit as it arrives
+    (`Limits.max_arg`, `streams.resp.request.Dropped`): its client gets the size refusal, its
+    connection works on, and inside MULTI the refusal dooms the transaction as Redis's
+    queue-time errors do."""
+    port = free_port()
+    topology = Topology(regions=(RegionConfig("r1", 1, "127.0.0.1:1", port),))
+    log = MemoryLog()
+    log.record_limit = 100_000
+    node = RegionNode(NodeOptions(topology, "r1", clock=lambda: 1.0), log=log)
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(node.start())
+    assert node.limits.max_arg == 100_000
+
+    def client_side() -> None:
+        client = redis.Redis(port=port, socket_timeout=10)
+        try:
+            with pytest.raises(redis.ResponseError) as refused:
+                client.xadd("s", {"f": b"x" * 300_000})
+            assert str(refused.value) == (
+                "the request is too large for the op log, nothing was applied: an argument of"
+                " 300000 bytes, the log takes at most 100000 (max.message.bytes); the argument"
+                " was not kept"
+            )
+            assert client.xadd("s", {"f": "small"})  # the connection works on
+            with pytest.raises(redis.ResponseError, match="Command # 2 .* too large for the op"):
+                with client.pipeline(transaction=True) as tx:
+                    tx.xadd("s", {"f": "queued"}).xadd("s", {"f": b"y" * 200_000}).execute()
+            assert client.xlen("s") == 1
+        finally:
+            client.close()
+
+    try:
+        loop.run_until_complete(asyncio.wait_for(loop.run_in_executor(None, client_side), 30))
+    finally:
+        loop.run_until_complete(node.stop())
+        loop.close()
