@@ -79,7 +79,7 @@ def history(req: Request, key: bytes) -> History:
     for x in applied:
         ident = _ident(x.record)
         done.add(ident)
-        out.steps.append(Step(x.part, x.offset, x.record, x.index, effects.get(ident, {})))
+        out.steps.append(Step(x.part, x.offset, x.record, x.order, effects.get(ident, {})))
     region = result.region
     for ident, (part, offset, record) in read.items():
         if ident in done:
