@@ -6,8 +6,9 @@ For each source tree given (default: this one; e.g. an old commit unpacked with
 `git archive <commit> | tar -x -C DIR`), in turn: an embedded Tansu broker, one region node run
 from that tree, `--clients` connections (asyncio, in a process of their own) doing XADD then
 XRANGE in a loop, and, once they run, one XADD of `--mb` MB from another process. Printed per
-tree: the big write's reply and time, and for the other clients' requests from the big write's
-start until `--seconds` after it: count, errors (LOADING, failed batches), p50 / p99 / max
+tree: the big write's reply and time, the node's peak RSS before and after it, and for the
+other clients' requests from the big write's start until `--seconds` after it: count, errors
+(LOADING, failed batches), p50 / p99 / max
 latency. Printed, never asserted (docs/benchmarks.md).
 """
 
@@ -62,6 +63,14 @@ def _clients(port: int, count: int, stop_at: float, queue: multiprocessing.Queue
     queue.put(asyncio.run(main()))
 
 
+def _peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set (VmHWM), MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def run_tree(tree: Path, mb: int, clients: int, seconds: float) -> None:
     broker = EmbeddedBroker("bigwrite")
     broker.start()
@@ -92,6 +101,7 @@ def run_tree(tree: Path, mb: int, clients: int, seconds: float) -> None:
                     raise
                 time.sleep(0.1)
         value = os.urandom(mb * 1024 * 1024)
+        peak_before = _peak_rss_mb(node.pid)
         queue: multiprocessing.Queue = multiprocessing.Queue()  # type: ignore[type-arg]
         big_at = time.time() + 2.0
         stop_at = big_at + seconds
@@ -117,8 +127,10 @@ def run_tree(tree: Path, mb: int, clients: int, seconds: float) -> None:
         def pct(p: float) -> float:
             return lats[min(len(lats) - 1, int(len(lats) * p))] * 1000 if lats else float("nan")
 
+        peak_after = _peak_rss_mb(node.pid)
         print(f"tree {tree}")
         print(f"  {mb} MB XADD: {took * 1000:.0f} ms, {reply[:110]}")
+        print(f"  node peak RSS {peak_before:.0f} MB before it, {peak_after:.0f} MB after")
         print(
             f"  others during and {seconds:g} s after: {len(window)} requests,"
             f" errors {errors or 'none'}, p50 {pct(0.5):.1f} ms, p99 {pct(0.99):.1f} ms,"
