@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from mypy_extensions import mypyc_attr
+
 from streams.errors import CommandError
 from streams.reply import NULL_ARRAY, Map, Reply, Status
 
 
+@mypyc_attr(native_class=False)
 class Encoded(bytes):
     """A reply already in RESP, sent as it is: one whose bytes are the same in RESP2 and RESP3
     (arrays of bulk strings), produced in slices (`streams.commands.slices`)."""

@@ -33,7 +33,9 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
+
+from mypy_extensions import mypyc_attr
 
 from streams.errors import CommandError
 from streams.reply import Reply
@@ -50,6 +52,7 @@ further request: without it a client that pipelines large reads behind a write (
 made the node compute and keep every reply."""
 
 
+@mypyc_attr(native_class=False)  # weakly referenced (streams.node.clients)
 @dataclass(eq=False)
 class Session:
     """What the wire needs to know about a connection. The handler may set `proto` (HELLO) and
@@ -147,7 +150,7 @@ class _Flow:
 
 
 class RespProtocol(asyncio.Protocol):
-    _next_id = 0
+    _next_id: ClassVar[int] = 0
 
     def __init__(
         self,

@@ -13,6 +13,7 @@ import pytest
 from differential.redis_server import RedisServer, require_redis_server
 from support import RawClient
 
+import streams
 from streams import errors
 from streams.crdt import ops
 from streams.node import router, transactions
@@ -604,6 +605,11 @@ def test_config_set_stream_node_limits_shape_new_nodes() -> None:
         set_node_limits(max_bytes=saved[0], max_entries=saved[1])
 
 
+@pytest.mark.skipif(
+    streams.COMPILED,
+    reason="replaces streams.node.replica's seal, which compiled callers bind when built; the"
+    " unit tests on the sources (STREAMS_PURE=1, as CI runs them) cover it",
+)
 def test_a_write_that_cannot_be_encoded_is_refused_alone_and_applies_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -4,6 +4,7 @@ serves reads from that state while it re-reads its log after a failed batch."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 import pytest
@@ -136,9 +137,14 @@ def test_undo_wakes_the_blocked_readers_of_the_keys_it_changed() -> None:
     replica.go_live()
     journal = Journal(replica.region)
     execute(replica, journal, [b"XADD", b"a", b"*", b"f", b"v"], 1_700_000_000_000)
-    woken: list[set[bytes]] = []
-    original = waiters.wake
-    waiters.wake = lambda keys: woken.append(set(keys)) or original(keys)  # type: ignore[method-assign]
-    replica.undo([journal])
-    assert woken == [{b"a"}]
+
+    async def blocked_then_undone() -> tuple[bool, bool]:
+        on_a = asyncio.ensure_future(waiters.wait([b"a"], 5.0))
+        on_b = asyncio.ensure_future(waiters.wait([b"b"], 0.2))
+        await asyncio.sleep(0)  # both registered
+        replica.undo([journal])
+        return await on_a, await on_b
+
+    woken_a, woken_b = asyncio.run(blocked_then_undone())
+    assert (woken_a, woken_b) == (True, False)  # the reader of the key it changed, only
     assert replica.region.state.get(b"a") is None
