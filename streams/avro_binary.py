@@ -10,11 +10,13 @@ lines each and checked byte for byte against fastavro by the tests.
 
 from __future__ import annotations
 
+from typing import Final
+
 from streams.ids import U64_MAX
 
-I64_MIN = -(1 << 63)
-I64_MAX = (1 << 63) - 1
-_TWO_64 = 1 << 64
+I64_MIN: Final = -(1 << 63)
+I64_MAX: Final = (1 << 63) - 1
+_TWO_64: Final = 1 << 64
 
 
 def signed_u64(v: int) -> int:
@@ -30,14 +32,25 @@ def unsigned_u64(v: int) -> int:
 
 
 def write_long(out: bytearray, value: int) -> None:
-    """Appends Avro's zig-zag varint of a signed 64-bit integer."""
+    """Appends Avro's zig-zag varint of a signed 64-bit integer.
+
+    The bytes of a longer varint are gathered in one integer and appended at once: an append
+    per byte was 5 % of a compiled node at pipeline 16 (a timestamp or an ID's millisecond part
+    takes six)."""
     if not I64_MIN <= value <= I64_MAX:
         raise ValueError(f"{value} does not fit in a long")
     n = (value << 1) ^ (value >> 63)
+    if n < 0x80:
+        out.append(n)
+        return
+    packed = 0
+    shift = 0
     while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
+        packed |= ((n & 0x7F) | 0x80) << shift
+        shift += 8
         n >>= 7
-    out.append(n)
+    packed |= n << shift
+    out += packed.to_bytes((shift >> 3) + 1, "little")
 
 
 def long_bytes(value: int) -> bytes:

@@ -22,7 +22,7 @@ from streams import errors
 from streams.commands.base import Command, parse_int, text
 from streams.errors import CommandError
 from streams.reply import OK, Reply, Status
-from streams.resp.server import Session
+from streams.resp.server import Session, Until
 
 DEFAULT_USER = b"default"
 
@@ -70,6 +70,9 @@ class Client:
     lib_name: bytes = b""
     lib_ver: bytes = b""
     no_evict: bool = False
+    own_write: Until | None = None
+    """The client's newest write, until its batch commits: its reads wait for it
+    (`streams.node.dispatch`)."""
     blocked_ns: int = 0
     """Time the request in hand spent blocked (XREAD / XREADGROUP BLOCK), which the counting of
     its run time leaves out (`streams.node.dispatch`)."""

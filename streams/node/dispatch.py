@@ -128,8 +128,6 @@ class Dispatcher:
         """The handlers of `router.BUILTINS`, bound by the owner (`bind`)."""
         self._rereads: set[asyncio.Task[None]] = set()
         """Reads running again after the batch they waited for failed or was slow."""
-        self._own_writes: dict[int, Until] = {}
-        """Per client (by id), its newest write waiting for its batch."""
 
     def bind(self, handlers: dict[str, Builtin]) -> None:
         self.builtins = router.bind(handlers)
@@ -216,15 +214,9 @@ class Dispatcher:
 
     def _note_own_write(self, client: Client, until: Until) -> None:
         """The client's newest write waiting for its batch: its later reads must see it, so they
-        wait for the batch rather than be answered from the state without it."""
-        key = id(client)
-        self._own_writes[key] = until
-
-        def done(_f: Until) -> None:
-            if self._own_writes.get(key) is until:
-                del self._own_writes[key]
-
-        until.add_done_callback(done)
+        wait for the batch rather than be answered from the state without it. Kept on the client
+        and read with `_pending_own_write` (no callback per write to forget it)."""
+        client.own_write = until
 
     def _read_again_if_needed(
         self, until: Until, cmd: Command, args: list[bytes], client: Client
@@ -247,7 +239,7 @@ class Dispatcher:
             self._rereads.add(task)
             task.add_done_callback(self._rereads.discard)
 
-        own = self._own_writes.get(id(client))
+        own = _pending_own_write(client)
         timer = None if own is not None else loop.call_later(SLOW_READ_S, again)
 
         def done(outcome: Until) -> None:
@@ -348,7 +340,7 @@ class Dispatcher:
             return tx.queue(found, args), None, found, QUEUED
         if builtin is not None:
             return await self.builtins[builtin](client, args), None, found, EXECUTED
-        if "readonly" in found.flags and id(client) not in self._own_writes:
+        if "readonly" in found.flags and _pending_own_write(client) is None:
             ran = self.backend.committed(found, args)  # a batch is slow: what the log holds
             if ran is not None and ran.block is None:
                 return ran.reply, ran.shards, found, EXECUTED
@@ -452,6 +444,12 @@ class Dispatcher:
         except Exception:  # one broken command must not lose the others' replies
             log.exception("command %r inside EXEC failed", args[:1])
             return CommandError("ERR internal error, see the node's log")
+
+
+def _pending_own_write(client: Client) -> Until | None:
+    """The client's newest write, while its batch is not committed (`_note_own_write`)."""
+    own = client.own_write
+    return None if own is None or own.done() else own
 
 
 def _dropped_error(request: Dropped) -> CommandError:
