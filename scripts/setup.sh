@@ -25,7 +25,8 @@ if ! python3 -c 'from topology.objectstore import weed_binary; weed_binary()' 2>
   exit 1
 fi
 # The compiled core (scripts/build_native.py; docs/benchmarks.md, "Compiled core (mypyc)"): the
-# state machine, codec paths, XADD path and request parser built with mypyc, about a minute.
+# state machine, codec, XADD path, RESP server and the node's request pipeline built with mypyc,
+# about a minute.
 # STREAMS_NATIVE=0 skips it. A failed build warns and leaves the Python sources running.
 if [ "${STREAMS_NATIVE:-1}" != 0 ]; then
   if ! command -v gcc >/dev/null; then
