@@ -37,11 +37,11 @@ from topology.ports import free_port, wait_for_port
 
 NODE = """
 import asyncio, sys
-from streams.node.auth import AuthConfig
-from streams.node.memory import MemoryLog
+from streams.node.pipeline.auth import AuthConfig
+from streams.node.runtime.memory import MemoryLog
 from streams.node.node import NodeOptions, RegionNode
 from streams.resp.server import Held, Session
-from topology.config import RegionConfig, Topology
+from streams.config.topology import RegionConfig, Topology
 
 port, entries = int(sys.argv[1]), int(sys.argv[2])
 

@@ -17,9 +17,9 @@ import uuid
 
 from confluent_kafka import Producer
 
+from streams.kafka.topics import ensure_topics, oplog_topic
 from topology.broker import EmbeddedBroker
 from topology.mirror import Mirror
-from topology.topics import ensure_topics, oplog_topic
 
 
 def produce(

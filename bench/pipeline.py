@@ -35,9 +35,10 @@ from confluent_kafka.cimpl import NewTopic
 from bench.throughput import write_section
 from streams.crdt import ops
 from streams.ids import IdMode
+from streams.kafka.reading import consumer_config
+from streams.kafka.sizes import MAX_RECORD_BYTES
 from streams.ops.codec import decode, encode
 from topology.broker import EmbeddedBroker
-from topology.kafka import MAX_RECORD_BYTES, consumer_config
 
 ORIGINS = (1, 2, 3)
 KEYS = 1000

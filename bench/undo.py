@@ -21,9 +21,9 @@ from collections.abc import Callable
 
 from streams.crdt import ops
 from streams.ids import IdMode
-from streams.node.replica import Replica
-from streams.node.undo import Journal, copy_key
-from streams.node.waiters import Waiters
+from streams.node.runtime.replica import Replica
+from streams.node.runtime.undo import Journal, copy_key
+from streams.node.runtime.waiters import Waiters
 
 NOW = 1_700_000_000_000
 

@@ -24,13 +24,13 @@ import re
 import sys
 from collections.abc import Iterator
 
-from streams.node.auth import AuthConfig
-from streams.node.memory import MemoryLog
+from streams.config.topology import RegionConfig, Topology
 from streams.node.node import NodeOptions, RegionNode
+from streams.node.pipeline.auth import AuthConfig
+from streams.node.runtime.memory import MemoryLog
 from streams.reply import Reply
 from streams.resp.encode import encode
 from streams.resp.server import Held, Session
-from topology.config import RegionConfig, Topology
 
 MASKED = re.compile(
     rb"(uptime_in_seconds|uptime_in_days|process_id|run_id|master_replid|used_memory[a-z_]*|"

@@ -14,6 +14,14 @@ import redis
 
 from streams import exits, importer
 from streams.cluster.layout import slot_runs
+from streams.config.topology import (
+    NodeConfig,
+    RegionConfig,
+    Topology,
+    TopologyError,
+    format_shard_set,
+    load,
+)
 from streams.ids import IdMode
 from streams.pipeline import cli as sparkcli
 from streams.replay import kafka_connect
@@ -23,14 +31,6 @@ from streams.scenarios.resp_driver import RespDriver
 from streams.scenarios.runner import Outcome, run
 from streams.scenarios.sim import SimulatedRegions
 from streams.sdk import groupcli
-from topology.config import (
-    NodeConfig,
-    RegionConfig,
-    Topology,
-    TopologyError,
-    format_shard_set,
-    load,
-)
 from topology.local import LocalTopology
 
 STATE_DIR = Path(".streams")

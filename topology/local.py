@@ -36,8 +36,8 @@ import redis
 from redis.cluster import ClusterNode, RedisCluster
 
 from streams.cluster.layout import spread
+from streams.config.topology import MAX_SHARDS, NodeConfig, RegionConfig, Topology, dumps
 from topology.broker import EmbeddedBroker
-from topology.config import MAX_SHARDS, NodeConfig, RegionConfig, Topology, dumps
 from topology.mirror import MirrorSet
 from topology.objectstore import DataDirLock, ObjectStore, in_parallel, start_stores
 from topology.ports import free_port

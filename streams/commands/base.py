@@ -70,7 +70,7 @@ class Command:
     """One row of the command table: a catalogue entry (`streams.commands.catalogue`: arity,
     flags, key positions, docs) and what runs it. `handler` is None for a container (its
     subcommands run) and for the commands the node runs itself (connection, server,
-    transactions: `streams.node.router`)."""
+    transactions: `streams.node.pipeline.router`)."""
 
     spec: Spec
     handler: Handler | None = None

@@ -1,8 +1,8 @@
 """Large range replies produced in slices, so one XRANGE over a million entries does not hold the
 event loop (and every other client of the node) for seconds.
 
-How: when the request pipeline asks for it (`SLICING`, set by `streams.node.dispatch` around a
-command it runs on its own, never inside EXEC or elsewhere), XRANGE / XREVRANGE over a long
+How: when the request pipeline asks for it (`SLICING`, set by `streams.node.pipeline.dispatch`
+around a command it runs on its own, never inside EXEC or elsewhere), XRANGE / XREVRANGE over a long
 stream answer a `SlicedRange` instead of the entries: the range *frozen* now, and produced
 later, `SLICE_ENTRIES` entries at a time with a turn of the event loop between slices, straight
 to RESP bytes (`Encoded`: the same bytes in RESP2 and RESP3, as arrays of bulk strings are).

@@ -7,8 +7,8 @@ the catalogue agree: every row is catalogued, a container's rows are its catalog
 subcommands, and every row but a container's has a handler.
 
 `resolve` finds the command a request names (in this table, or in the node's, which adds its own
-commands: `streams.node.router`); `run` executes a command already found; `dispatch` finds and
-runs in one go (simulated regions, tests). Neither
+commands: `streams.node.pipeline.router`); `run` executes a command already found; `dispatch` finds
+and runs in one go (simulated regions, tests). Neither
 lets an exception other than `CommandError` escape as a reply: a bug in a handler is re-raised
 for the caller (the node) to log and answer with a generic error, so client input cannot crash
 the node silently.

@@ -3,7 +3,7 @@
 Pure: the caller supplies time and moves ops between regions (the simulated sync of the tests, or
 Kafka in the node). `issue_all` is the one way a command's ops are made: numbered (dot and causal
 context of this moment) and applied at once; the node then logs them and holds the command's reply
-until the log has them (group commit, `streams.node.writepath`).
+until the log has them (group commit, `streams.node.runtime.writepath`).
 """
 
 from __future__ import annotations

@@ -15,9 +15,10 @@ import logging
 import signal
 import sys
 
+from streams.config.topology import Topology, format_shard_set, load, parse_shard_set
 from streams.node import metrics
-from streams.node.auth import AuthConfig
-from streams.node.materializer import RecordAt, parse_record_at
+from streams.node.kafka.materializer import RecordAt, parse_record_at
+from streams.node.kafka.presence import LiveWriterError
 from streams.node.node import (
     DEFAULT_CATCH_UP_TIMEOUT_S,
     DEFAULT_SNAPSHOT_EVERY_OPS,
@@ -25,10 +26,9 @@ from streams.node.node import (
     NodeOptions,
     RegionNode,
 )
-from streams.node.presence import LiveWriterError
-from streams.node.writepath import DEFAULT_WRITE_TIMEOUT_S
+from streams.node.pipeline.auth import AuthConfig
+from streams.node.runtime.writepath import DEFAULT_WRITE_TIMEOUT_S
 from streams.snapshot import SnapshotError
-from topology.config import Topology, format_shard_set, load, parse_shard_set
 
 EXIT_LIVE_WRITER = 3
 """A live node writes the region's shards and --takeover was not given."""

@@ -31,9 +31,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from streams.crdt.region import Region
-from streams.node.materializer import Materializer
+from streams.node.kafka.materializer import Materializer
 from streams.node.node import RegionNode
-from streams.node.shard import Shard
+from streams.node.runtime.shard import Shard
 
 log = logging.getLogger(__name__)
 

@@ -27,38 +27,46 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from streams.config.topology import NodeConfig, Topology, format_shard_set
 from streams.ids import IdMode
-from streams.node import auth, cluster, connection, latency, settings, slowlog, transactions
-from streams.node import info as info_command
-from streams.node.admin import Admin
-from streams.node.clients import Client, Clients
-from streams.node.clock import NodeClock
-from streams.node.dispatch import Builtin, Dispatcher, sync
-from streams.node.kafka_log import KafkaLog
-from streams.node.loader import DEFAULT_CATCH_UP_TIMEOUT_S
-from streams.node.materializer import RecordAt
-from streams.node.oplog import OpLog
-from streams.node.peers import Peer, Peers
-from streams.node.presence import Identity, LiveWriterError, Presence, taken_over_text
-from streams.node.report import Report
-from streams.node.shard import Shard, ShardSetup
-from streams.node.shards import ShardSet
-from streams.node.snapshotter import (
+from streams.kafka.topics import Replication
+from streams.node.kafka.kafka_log import KafkaLog
+from streams.node.kafka.materializer import RecordAt
+from streams.node.kafka.presence import Identity, LiveWriterError, Presence, taken_over_text
+from streams.node.pipeline import (
+    auth,
+    cluster,
+    connection,
+    latency,
+    settings,
+    slowlog,
+    transactions,
+)
+from streams.node.pipeline import info as info_command
+from streams.node.pipeline.admin import Admin
+from streams.node.pipeline.clients import Client, Clients
+from streams.node.pipeline.dispatch import Builtin, Dispatcher, sync
+from streams.node.pipeline.peers import Peer, Peers
+from streams.node.pipeline.report import Report
+from streams.node.pipeline.stats import Stats
+from streams.node.runtime.clock import NodeClock
+from streams.node.runtime.loader import DEFAULT_CATCH_UP_TIMEOUT_S
+from streams.node.runtime.oplog import OpLog
+from streams.node.runtime.shard import Shard, ShardSetup
+from streams.node.runtime.shards import ShardSet
+from streams.node.runtime.snapshotter import (
     DEFAULT_SNAPSHOT_EVERY_OPS,
     DEFAULT_SNAPSHOT_EVERY_S,
     Pause,
     SnapshotPolicy,
 )
-from streams.node.stats import Stats
-from streams.node.tasks import Tasks
-from streams.node.waiters import Waiters
-from streams.node.writepath import DEFAULT_WRITE_TIMEOUT_S
+from streams.node.runtime.tasks import Tasks
+from streams.node.runtime.waiters import Waiters
+from streams.node.runtime.writepath import DEFAULT_WRITE_TIMEOUT_S
 from streams.reply import Reply
 from streams.resp.limits import Limits
 from streams.resp.server import Held, Session, serve
 from streams.snapshot import read_shard
-from topology.config import NodeConfig, Topology, format_shard_set
-from topology.topics import Replication
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +109,8 @@ class NodeOptions:
     takeover: bool = False
     """Start even when a live node writes these shards (`--takeover`): it is fenced."""
     write_timeout: float = DEFAULT_WRITE_TIMEOUT_S
-    """`--write-timeout`: a write is committed or refused within it (`streams.node.writepath`)."""
+    """`--write-timeout`: a write is committed or refused within it
+    (`streams.node.runtime.writepath`)."""
 
     def node_config(self) -> NodeConfig:
         """This node's address and shards, with --bind / --port applied."""
@@ -148,7 +157,7 @@ class RegionNode:
             keys={r.id: bytes.fromhex(r.signing_key) for r in topology.regions if r.signing_key},
         )
         self.presence: Presence | None = None
-        """Announcements and takeover watch (`streams.node.presence`); on Kafka only."""
+        """Announcements and takeover watch (`streams.node.kafka.presence`); on Kafka only."""
         if isinstance(self.log, KafkaLog):
             me = Identity.here(
                 region.name, options.node, f"{node.announced}:{node.resp_port}", node.shards
@@ -296,7 +305,7 @@ class RegionNode:
                 shard.taken_over(taken_over_text(shard.writer_name, by))
 
     async def handle(self, session: Session, args: list[bytes]) -> Reply | Held:
-        """The RESP entry point (`streams.node.dispatch`)."""
+        """The RESP entry point (`streams.node.pipeline.dispatch`)."""
         return await self.dispatcher.handle(session, args)
 
     async def _housekeeping(self) -> None:

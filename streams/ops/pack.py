@@ -36,7 +36,7 @@ from streams.ops.codec import DecodeError, KafkaHeaders, Record, Sealed, decode
 MARKER = b"\xc3\x01"
 PACK_BYTES = 512 * 1024
 """A pack is closed before its items would pass this many bytes (well under the 1,000,000-byte
-record batches a stock Kafka broker takes: `topology.kafka`)."""
+record batches a stock Kafka broker takes: `streams.kafka.reading`)."""
 
 
 def _fingerprint() -> bytes:

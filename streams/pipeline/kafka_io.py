@@ -2,7 +2,7 @@
 
 Runs on the driver (planning: topics, earliest/latest/timestamp offsets) and on the executors
 (reading one offset range with confluent-kafka). It reads op logs by the rules every reader
-follows (`topology.kafka`, whose `consumer_config` it uses: assign() at explicit offsets,
+follows (`streams.kafka.reading`, whose `consumer_config` it uses: assign() at explicit offsets,
 read_committed, partition-EOF events, fetch sizes that take the largest record):
 
 - `fetch.wait.max.ms` of at least 500 ms: a batch job reads large backlogs, and the embedded Tansu
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from streams.kafka import reading as kafka
 from streams.pipeline.options import EARLIEST, LATEST, Offsets, SourceOptions, parse
-from topology import kafka
 
 _kafka_log = logging.getLogger("streams.pipeline.kafka")
 
@@ -52,7 +52,7 @@ class Range:
 
 
 def consumer_config(opts: SourceOptions, purpose: str) -> dict[str, object]:
-    """`topology.kafka.consumer_config`, with the pipeline's data-loss rule and log."""
+    """`streams.kafka.reading.consumer_config`, with the pipeline's data-loss rule and log."""
     return kafka.consumer_config(
         opts.bootstrap,
         f"streams-pipeline-{purpose}",

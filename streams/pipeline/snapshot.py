@@ -36,11 +36,11 @@ from pyspark.sql import functions as F
 
 from streams.crdt.region import Region
 from streams.ids import IdMode
+from streams.kafka.topics import local_topic, oplog_topic
 from streams.pipeline import cut, folding, kafka_io
 from streams.pipeline.shards import ShardStream, region_digest, shard_count, shard_path
 from streams.pipeline.snapshot_file import KeyPart, write_parts
 from streams.snapshot import Positions
-from topology.topics import local_topic, oplog_topic
 
 COLUMNS = (
     "topic string, partition int, offset long, kind string, origin int, seq long, "

@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from streams.crdt import ops
+from streams.kafka.topics import LOCAL_SUFFIX, OPLOG_SUFFIX
 from streams.ops.codec import DecodeError
 from streams.ops.pack import decode_all
 from streams.replay import reader
 from streams.replay.positions import PositionError
 from streams.slots import shard_of
-from topology.topics import LOCAL_SUFFIX, OPLOG_SUFFIX
 
 Partition = tuple[str, int]
 

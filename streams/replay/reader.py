@@ -1,11 +1,11 @@
 """Read op-log topics from a Kafka cluster at explicit offsets, for the replay tools.
 
-Uses `topology.kafka.consumer_config` (read_committed, partition-EOF events, 128 MB fetches) with
-a fetch wait of at least 500 ms: Tansu's cost per fetch grows with the number of record batches
+Uses `streams.kafka.reading.consumer_config` (read_committed, partition-EOF events, 128 MB fetches)
+with a fetch wait of at least 500 ms: Tansu's cost per fetch grows with the number of record batches
 in a partition and it answers *nothing* when the wait expires first, so a short wait can never
 read a topic of thousands of transactions. A partition's end is its EOF event, never the high
-watermark (on Tansu the last batch's base offset + 1): `topology.kafka.ReadToEnd` reads to it.
-Records come back raw (value bytes), so `streams log` can show an undecodable record and go on.
+watermark (on Tansu the last batch's base offset + 1): `streams.kafka.reading.ReadToEnd` reads to
+it. Records come back raw (value bytes), so `streams log` can show an undecodable record and go on.
 Partitions are explicit everywhere: a region's logs have one partition per shard.
 """
 
@@ -18,9 +18,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Message
 
+from streams.kafka.reading import Partition, ReadToEnd, consumer_config
+from streams.kafka.topics import LOCAL_SUFFIX, is_oplog_topic
 from streams.replay import kafka_connect
-from topology.kafka import Partition, ReadToEnd, consumer_config
-from topology.topics import LOCAL_SUFFIX, is_oplog_topic
 
 READ_WAIT_MS = 500
 STALL_TIMEOUT_S = 120.0

@@ -2,7 +2,7 @@
 
 Why: the replay prints a state, but the questions operators ask of it are the ones they ask a
 live node (XRANGE with bounds, XINFO STREAM FULL, XPENDING per consumer ...). Serving the replayed
-`State` through the node's own command table (`streams.node.router`) answers them
+`State` through the node's own command table (`streams.node.pipeline.router`) answers them
 with the node's code, so redis-cli and redis-py see exactly what the live node would have said at
 that position.
 
@@ -45,10 +45,10 @@ from streams.commands.table import run
 from streams.crdt.fold import Applied
 from streams.crdt.keyspace import Keyspace
 from streams.errors import CommandError
-from streams.node import auth, connection, router
-from streams.node.admin import vector_reply
-from streams.node.clients import Client
-from streams.node.dispatch import Builtin, Dispatcher, Ran, sync
+from streams.node.pipeline import auth, connection, router
+from streams.node.pipeline.admin import vector_reply
+from streams.node.pipeline.clients import Client
+from streams.node.pipeline.dispatch import Builtin, Dispatcher, Ran, sync
 from streams.replay import reader
 from streams.replay.positions import PositionError, vector_text
 from streams.replay.replayed import Replayed

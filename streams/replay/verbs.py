@@ -16,6 +16,8 @@ import time
 from typing import Any
 
 from streams import exits
+from streams.config.topology import TopologyError
+from streams.config.topology import load as load_topology
 from streams.ops.codec import DecodeError
 from streams.ops.pack import decode_all
 from streams.progress import Progress
@@ -34,8 +36,6 @@ from streams.replay.positions import PositionError, at_text, parse_time, vector_
 from streams.replay.replayed import Replayed
 from streams.replay.run import Request, replay
 from streams.snapshot import write_snapshot
-from topology.config import TopologyError
-from topology.config import load as load_topology
 
 EXIT_OK, EXIT_DIFFERS, EXIT_CORRUPT = exits.OK, exits.DIFFERS, exits.CORRUPT  # streams/exits.py
 

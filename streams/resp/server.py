@@ -52,12 +52,12 @@ further request: without it a client that pipelines large reads behind a write (
 made the node compute and keep every reply."""
 
 
-@mypyc_attr(native_class=False)  # weakly referenced (streams.node.clients)
+@mypyc_attr(native_class=False)  # weakly referenced (streams.node.pipeline.clients)
 @dataclass(eq=False)
 class Session:
     """What the wire needs to know about a connection. The handler may set `proto` (HELLO) and
     `closing` (QUIT); what commands keep per connection (user, transaction, name ...) is the
-    handler's own business (the node's `streams.node.clients.Client`)."""
+    handler's own business (the node's `streams.node.pipeline.clients.Client`)."""
 
     id: int
     proto: int = 2
@@ -78,7 +78,7 @@ class Traffic:
     """Bytes and socket reads / writes over every connection of a server: INFO stats'
     total_net_input_bytes, total_net_output_bytes, total_reads_processed and
     total_writes_processed. Counted here, the one place that sees the bytes; the node reports
-    and resets them (`streams.node.stats`)."""
+    and resets them (`streams.node.pipeline.stats`)."""
 
     bytes_in: int = 0
     bytes_out: int = 0
@@ -91,7 +91,7 @@ class Traffic:
 
 class Instead(NamedTuple):
     """What a held reply's `until` resolves to when another reply must be sent in its place (a
-    read run again after the batch it waited for failed, `streams.node.dispatch`)."""
+    read run again after the batch it waited for failed, `streams.node.pipeline.dispatch`)."""
 
     reply: Reply
 

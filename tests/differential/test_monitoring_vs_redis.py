@@ -19,10 +19,10 @@ import pytest
 from support import RawClient
 
 from differential.redis_server import RedisServer
-from streams.node.memory import MemoryLog
+from streams.config.topology import RegionConfig, Topology
 from streams.node.node import NodeOptions, RegionNode
-from streams.node.stats import Figures, bucket, bucket_range
-from topology.config import RegionConfig, Topology
+from streams.node.pipeline.stats import Figures, bucket, bucket_range
+from streams.node.runtime.memory import MemoryLog
 from topology.ports import free_port
 
 

@@ -14,7 +14,7 @@ several objects in turn (docs/durability.md has the evidence):
   the partition never reports its EOF, and a reader waiting for it waits for ever;
 - a produce whose sequence was recorded but whose batch was not: its retry is answered as a
   duplicate, which librdkafka reports as delivered, and the record is missing.
-Before `streams.node.settle` (the restarted node makes its own logs' end readable, writing an
+Before `streams.node.kafka.settle` (the restarted node makes its own logs' end readable, writing an
 aborted barrier when it must) and the mirror's checks (`topology.mirror.resume`, `.writer`),
 about one run in four did not converge. Prints per run whether the regions converged and the
 barriers r1's node wrote; for the first that did not, each region's applied vector and whether

@@ -12,7 +12,7 @@ docs/durability.md are printed.
 Before issue 22's fix about one run in four never took writes again: the outage had left a
 watermark past the last record in a log on r1's broker (Tansu writes the watermark and the batch
 as separate objects), and the node's re-read or the mirror into r1 waited for an end that never
-came (`streams.node.settle`, `topology.mirror.resume`).
+came (`streams.node.kafka.settle`, `topology.mirror.resume`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ one topology, because the write timeout (`--write-timeout`, 10 s by default) dec
 
 - 3 s, under the write timeout: the batch in flight waits; no write fails, writes resume at
   SIGCONT; reads are answered throughout (a read that would show an op of a batch not yet
-  committed is answered from the state the log holds, `streams.node.undo`).
+  committed is answered from the state the log holds, `streams.node.runtime.undo`).
 - 15 s, past it: the writes waiting for the batch in flight are refused with an error within the
   write timeout of their arrival, every later write at once while the broker is away; reads are
   answered throughout, never with a write's error; after SIGCONT the node re-reads its log in the

@@ -3,10 +3,10 @@ its object store) killed at the same instant under load and started again, then 
 of the topology killed at the same instant under load and the topology started again on the
 same data directory. Both times: every XADD a client saw acknowledged is in every region exactly
 once, nothing deleted came back, the killed region's PEL is back, no op log forked or lost a
-record (a seq comes again only as an exact copy: a barrier, `streams.node.settle`) and the
+record (a seq comes again only as an exact copy: a barrier, `streams.node.kafka.settle`) and the
 regions converge (the mirrors copy between the faults, not during them). Transactions and
-produces are in flight at the kill: before `streams.node.settle` and the mirror's checks, about
-one run in four came back with a forked or gapped log (docs/durability.md). And a split brain
+produces are in flight at the kill: before `streams.node.kafka.settle` and the mirror's checks,
+about one run in four came back with a forked or gapped log (docs/durability.md). And a split brain
 across a broker restart is still fenced."""
 
 from __future__ import annotations

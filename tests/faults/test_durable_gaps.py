@@ -14,7 +14,8 @@ node that never became ready.
 The fault is made exactly as the store leaves it: the partition's `watermark.json` raised by one
 through the store's filer (no batch behind it), then the broker restarted so that it reads it
 (a running broker keeps the watermark it wrote). Each test fails on the code before
-`streams.node.settle` and the mirror's stalled-tail rule: the node or the mirror waits for ever.
+`streams.node.kafka.settle` and the mirror's stalled-tail rule: the node or the mirror waits for
+ever.
 
 A transaction left prepared: a broker killed while an EndTxn had marked the writer's transaction
 PrepareCommit in `meta.json` but had not written its markers. The new writer's
@@ -22,8 +23,8 @@ PrepareCommit in `meta.json` but had not written its markers. The new writer's
 behind the last stable offset, and the next commit on the partition completes it. Made here by a
 producer with the region writer's transactional id that produces the killed node's next op and
 never commits, its state then set to PrepareCommit in `meta.json` while the broker is down. On the
-code before `streams.node.settle` the restarted node reused that op's seq: a forked log, the other
-region stopped on the conflict.
+code before `streams.node.kafka.settle` the restarted node reused that op's seq: a forked log, the
+other region stopped on the conflict.
 
 A producer's sequence recorded without its record: a produce cut short after `meta.json` took
 the sequence and before the batch was written. The producer's next batch under that sequence is
@@ -49,7 +50,7 @@ from confluent_kafka import Producer
 
 from faults.workload import check_dots, converge, first_write, log_records, plain_client
 from streams.crdt import ops
-from streams.node.writer import transactional_id
+from streams.node.kafka.writer import transactional_id
 from streams.ops.codec import decode, seal
 from topology.local import LocalTopology
 from topology.objectstore import bucket_name

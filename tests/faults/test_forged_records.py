@@ -1,5 +1,5 @@
 """Records that decode but were not written by a region's writer (a producer with broker access
-wrote them straight into an op log). Before the record gate (streams/node/trust.py), a record
+wrote them straight into an op log). Before the record gate (streams/kafka/gate.py), a record
 carrying r1's next dot made every other region drop r1's real, acknowledged write as a
 duplicate, silently, and r1 lost it too after a restart; an op from a region id no topology
 has was applied everywhere.
@@ -18,10 +18,10 @@ import redis
 from confluent_kafka import Message, Producer
 
 from faults.workload import crdt_info
+from streams.config.topology import RegionConfig, Topology
 from streams.crdt import ops
 from streams.ops.codec import seal
 from topology.broker import EmbeddedBroker
-from topology.config import RegionConfig, Topology
 from topology.local import LocalTopology
 from topology.ports import free_port
 

@@ -30,7 +30,7 @@ from topology.local import LocalTopology
 RATE = 40.0
 """Requests a second per writer (three regions, and the second node of r1)."""
 FENCED = "another writer took over region r1"
-"""What a fenced node's refusals say (streams/node/writer.py: "... (fenced); this node no
+"""What a fenced node's refusals say (streams/node/kafka/writer.py: "... (fenced); this node no
 longer accepts writes")."""
 
 

@@ -616,7 +616,7 @@ def check_dots(topo: LocalTopology, copies: bool = False) -> dict[str, int]:
     twice and none missing: the log never forked and no op was copied twice. With `copies`, a
     seq may come again as an exact copy of its first record (never as another record under
     that dot): what a mirror writes when it copies at least once after a fault, and what a
-    node's barrier writes after a crash or an outage on Tansu (`streams.node.settle`); every
+    node's barrier writes after a crash or an outage on Tansu (`streams.node.kafka.settle`); every
     reader drops such copies. Returns each log's count of distinct seqs."""
     counts: dict[str, int] = {}
     for i in topo.ports:

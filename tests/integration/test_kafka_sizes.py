@@ -28,10 +28,10 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from streams.kafka.sizes import TOPIC_MAX_MESSAGE_BYTES
+from streams.kafka.topics import describe_topic_configs
 from topology.broker import EmbeddedBroker
-from topology.kafka import TOPIC_MAX_MESSAGE_BYTES
 from topology.ports import free_port
-from topology.topics import describe_topic_configs
 
 STOCK_LIMIT = 1_048_588
 """Apache Kafka's default message.max.bytes / max.message.bytes."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 import redis
 
+from streams.config.topology import load
 from streams.slots import key_slot, shard_of
-from topology.config import load
 from topology.local import LocalTopology, TopologyError
 from topology.mm2 import EXAMPLE_TOPOLOGY
 

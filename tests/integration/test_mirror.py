@@ -20,8 +20,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from support import wait_until
 
+from streams.config.topology import RegionConfig, Topology, dump
+from streams.kafka.topics import ensure_topics, oplog_topic
 from topology.broker import EmbeddedBroker
-from topology.config import RegionConfig, Topology, dump
 from topology.mirror import (
     MIRROR_OFFSET_HEADER,
     MIRROR_SOURCE_HEADER,
@@ -30,7 +31,6 @@ from topology.mirror import (
     MirrorSet,
 )
 from topology.ports import free_port
-from topology.topics import ensure_topics, oplog_topic
 
 REPO = Path(__file__).resolve().parents[2]
 Headers = list[tuple[str, bytes | None]]

@@ -19,10 +19,10 @@ from support import wait_until
 from integration import test_mirror
 from integration.test_mirror import Clusters, assert_copied, produce, read_all
 from streams.crdt import ops
-from streams.node.materializer import Batch, Materializer
+from streams.kafka.topics import ensure_topics, local_topic, oplog_topic
+from streams.node.kafka.materializer import Batch, Materializer
 from streams.ops.codec import encode
 from topology.mirror import Mirror, MirrorError
-from topology.topics import ensure_topics, local_topic, oplog_topic
 
 PARTITIONS = 4
 

@@ -13,8 +13,8 @@ import redis
 from confluent_kafka import Producer
 from support import topic_values
 
+from streams.config.topology import dumps
 from streams.ops.pack import decode_all
-from topology.config import dumps
 from topology.local import LocalTopology
 from topology.mirror import MirrorSet
 from topology.ports import free_port

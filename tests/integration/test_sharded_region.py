@@ -17,8 +17,8 @@ import redis
 from redis.cluster import RedisCluster
 from support import free_port, wait_until
 
+from streams.config.topology import dumps, load
 from streams.slots import key_slot, shard_of
-from topology.config import dumps, load
 from topology.local import LocalTopology
 
 KEYS = [f"stream:{i}".encode() for i in range(200)]

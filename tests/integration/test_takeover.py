@@ -1,7 +1,7 @@
 """A second node for a region that has a live writer (the README's `python -m streams.node`
 beside a running topology) refuses to start unless told `--takeover`, naming the running node,
 which keeps serving writes. With `--takeover` the old node is fenced and says so on every write
-and in `streams status`, also after the new node stopped (streams/node/presence.py)."""
+and in `streams status`, also after the new node stopped (streams/node/kafka/presence.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from confluent_kafka import Producer
 from support import free_port, wait_until
 
 from streams.cli import main
-from streams.node.presence import PROBE_WAIT_S, Identity, record
+from streams.node.kafka.presence import PROBE_WAIT_S, Identity, record
 from topology.local import LocalTopology
 
 TAKEN_OVER = "another writer took over region r1 (fenced)"

@@ -2,7 +2,7 @@
 region back when its broker answers again. Its writer needs renewing then (a timed-out commit
 cannot be aborted), and a renewal under the shard's transactional id would fence whoever holds
 it now; so before renewing it asks `<region>.writers` whether a node started after it
-(`streams.node.presence.Presence.superseded`), and steps down to read-only instead."""
+(`streams.node.kafka.presence.Presence.superseded`), and steps down to read-only instead."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ import pytest
 import redis
 from support import free_port, wait_until
 
-from streams.node.presence import Identity, Presence
-from streams.node.writer import RegionWriter, WriterFenced
+from streams.node.kafka.presence import Identity, Presence
+from streams.node.kafka.writer import RegionWriter, WriterFenced
 from topology.local import LocalTopology
 
 TAKEN_OVER = "another writer took over region r1"

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from topology import topics
+from streams.kafka import topics
+from streams.kafka.topics import TopicError, ensure_topics
 from topology.broker import EmbeddedBroker
-from topology.topics import TopicError, ensure_topics
 
 
 @pytest.fixture(scope="module")

@@ -103,7 +103,7 @@ def test_unreachable_cluster_is_a_clear_error(spark: SparkSession) -> None:
 
 
 def test_a_topic_that_is_not_an_op_log_is_refused(spark: SparkSession, history: History) -> None:
-    from topology.topics import ensure_topics
+    from streams.kafka.topics import ensure_topics
 
     ensure_topics(history.topo.bootstrap[1], ["not-an-oplog"])
     with pytest.raises(PySparkException, match="not op logs"):

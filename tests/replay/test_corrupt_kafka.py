@@ -18,9 +18,9 @@ from confluent_kafka import Producer
 from streams.cli import main
 from streams.crdt import ops
 from streams.crdt.region import Region
+from streams.kafka.topics import ensure_topics
 from streams.ops.codec import encode
 from topology.broker import EmbeddedBroker
-from topology.topics import ensure_topics
 
 
 @pytest.fixture(scope="module")

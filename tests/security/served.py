@@ -12,10 +12,10 @@ import threading
 import time
 from types import TracebackType
 
-from streams.node.auth import AuthConfig
-from streams.node.memory import MemoryLog
+from streams.config.topology import RegionConfig, Topology
 from streams.node.node import NodeOptions, RegionNode
-from topology.config import RegionConfig, Topology
+from streams.node.pipeline.auth import AuthConfig
+from streams.node.runtime.memory import MemoryLog
 from topology.ports import free_port
 
 CLOSED = b"<closed>"

@@ -17,8 +17,8 @@ from support import RawClient
 
 from security.served import ServedNode
 from streams import cli
-from streams.node.auth import AuthConfig, Rules
-from topology.config import dump
+from streams.config.topology import dump
+from streams.node.pipeline.auth import AuthConfig, Rules
 
 USERS = {
     "reader": ("rp", "+@read"),

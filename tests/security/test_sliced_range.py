@@ -13,15 +13,15 @@ import random
 
 from streams.commands.reads import entries_reply
 from streams.commands.slices import MIN_SLICED, sliced_range
+from streams.config.topology import RegionConfig, Topology
 from streams.crdt.entries import EntryLogs
 from streams.ids import MAX_ID, MIN_ID, StreamID
-from streams.node.auth import AuthConfig
-from streams.node.memory import MemoryLog
 from streams.node.node import NodeOptions, RegionNode
+from streams.node.pipeline.auth import AuthConfig
+from streams.node.runtime.memory import MemoryLog
 from streams.reply import Reply
 from streams.resp.encode import encode
 from streams.resp.server import Held, Session
-from topology.config import RegionConfig, Topology
 
 
 def _logs(seed: int, n: int) -> tuple[EntryLogs, list[tuple[int, int, StreamID]]]:

@@ -19,10 +19,10 @@ import pytest
 from confluent_kafka import KafkaError
 
 from streams.crdt import ops
-from streams.node.materializer import Batch, Materializer
+from streams.kafka import paced
+from streams.kafka.reading import EndTracker, FetchPacer, Pacing
+from streams.node.kafka.materializer import Batch, Materializer
 from streams.ops.codec import encode
-from topology import paced
-from topology.kafka import EndTracker, FetchPacer, Pacing
 
 Event = tuple[str, str, int]  # (kind "rec" | "eof", topic, offset)
 

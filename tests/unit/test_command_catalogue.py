@@ -13,7 +13,7 @@ from differential.redis_server import RedisServer
 from streams import REDIS_COMPAT_VERSION
 from streams.commands import catalogue, table
 from streams.commands.base import Command, command, container
-from streams.node import router
+from streams.node.pipeline import router
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -15,18 +15,18 @@ from support import RawClient
 
 import streams
 from streams import errors
+from streams.config.topology import RegionConfig, Topology
 from streams.crdt import ops
-from streams.node import router, transactions
-from streams.node.auth import AuthConfig
-from streams.node.clients import QUEUED, Clients
-from streams.node.connection import server_time
-from streams.node.memory import MemoryLog
 from streams.node.node import NodeOptions, RegionNode
+from streams.node.pipeline import router, transactions
+from streams.node.pipeline.auth import AuthConfig
+from streams.node.pipeline.clients import QUEUED, Clients
+from streams.node.pipeline.connection import server_time
+from streams.node.runtime.memory import MemoryLog
 from streams.ops.codec import decode
 from streams.reply import Reply
 from streams.resp.encode import encode
 from streams.resp.server import Held, Session
-from topology.config import RegionConfig, Topology
 
 T = TypeVar("T")
 
@@ -607,15 +607,15 @@ def test_config_set_stream_node_limits_shape_new_nodes() -> None:
 
 @pytest.mark.skipif(
     streams.COMPILED,
-    reason="replaces streams.node.replica's seal, which compiled callers bind when built; the"
-    " unit tests on the sources (STREAMS_PURE=1, as CI runs them) cover it",
+    reason="replaces streams.node.runtime.replica's seal, which compiled callers bind when"
+    " built; the unit tests on the sources (STREAMS_PURE=1, as CI runs them) cover it",
 )
 def test_a_write_that_cannot_be_encoded_is_refused_alone_and_applies_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Ops are encoded for the log when issued, before they are applied: one that cannot be
     encoded refuses its own command (no batch of other clients fails, no reload)."""
-    import streams.node.replica as replica_module
+    import streams.node.runtime.replica as replica_module
     from streams.ops.codec import EncodeError, seal
 
     def picky(record: ops.Op | ops.LocalOp) -> object:

@@ -16,9 +16,9 @@ from urllib.parse import urlparse
 import pytest
 from support import compose_binary
 
+from streams.config.topology import dumps, load, loads
+from streams.kafka.sizes import TOPIC_MAX_MESSAGE_BYTES
 from topology import mm2
-from topology.config import dumps, load, loads
-from topology.kafka import TOPIC_MAX_MESSAGE_BYTES
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"

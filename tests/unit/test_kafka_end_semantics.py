@@ -1,4 +1,5 @@
-"""`topology.kafka.EndTracker` under Apache Kafka's documented semantics, not Tansu's (issue 25).
+"""`streams.kafka.reading.EndTracker` under Apache Kafka's documented semantics, not Tansu's (issue
+25).
 
 The readers were tested on Tansu only, where the high watermark is the last batch's base offset
 + 1. On Apache Kafka (docs/design "Transactions", KIP-98; librdkafka's `isolation.level`):
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from topology.kafka import EndTracker
+from streams.kafka.reading import EndTracker
 
 PART = ("r2.oplog", 0)
 

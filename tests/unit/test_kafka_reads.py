@@ -1,8 +1,8 @@
-"""`topology.kafka.poll_batch`, `ReadToEnd` and `PacedConsumer` against scripted consumers: batches
-cut anywhere, EOF events at control-record offsets, records after an EOF, errors, timeouts that
-say where each partition got, a new consumer assigned where reading stands whenever the fetch wait
-changes. (Against real brokers they run in the materializer, mirror, replay, snapshot and pipeline
-integration tests.)"""
+"""`streams.kafka.reading.poll_batch`, `ReadToEnd` and `PacedConsumer` against scripted consumers:
+batches cut anywhere, EOF events at control-record offsets, records after an EOF, errors, timeouts
+that say where each partition got, a new consumer assigned where reading stands whenever the fetch
+wait changes. (Against real brokers they run in the materializer, mirror, replay, snapshot and
+pipeline integration tests.)"""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
-from topology import paced
-from topology.kafka import EndNotReached, Pacing, ReadToEnd, poll_batch
-from topology.paced import PacedConsumer
+from streams.kafka import paced
+from streams.kafka.paced import PacedConsumer
+from streams.kafka.reading import EndNotReached, Pacing, ReadToEnd, poll_batch
 
 
 @dataclass

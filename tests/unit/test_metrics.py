@@ -15,14 +15,14 @@ from typing import Any, TypeVar
 from prometheus_client import start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 
+from streams.config.topology import RegionConfig, Topology
 from streams.crdt import ops
 from streams.node import metrics
-from streams.node.materializer import Decoded
-from streams.node.memory import MemoryLog
+from streams.node.kafka.materializer import Decoded
 from streams.node.node import NodeOptions, RegionNode
+from streams.node.runtime.memory import MemoryLog
 from streams.ops.codec import decode
 from streams.resp.server import Held, Session
-from topology.config import RegionConfig, Topology
 
 TOPOLOGY = Topology(
     regions=(

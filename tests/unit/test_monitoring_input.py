@@ -10,12 +10,12 @@ import asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from streams.node.memory import MemoryLog
+from streams.config.topology import RegionConfig, Topology
 from streams.node.node import NodeOptions, RegionNode
+from streams.node.runtime.memory import MemoryLog
 from streams.reply import Reply
 from streams.resp.encode import encode
 from streams.resp.server import Held, Session
-from topology.config import RegionConfig, Topology
 
 TOPOLOGY = Topology(regions=(RegionConfig("r1", 1, "127.0.0.1:1", 7001),), mirror_naming="identity")
 LOOP = asyncio.new_event_loop()

@@ -1,5 +1,5 @@
-"""The pure parts of `streams.node.presence`: who a partition of `<region>.writers` names as the
-writer, what a node taken over answers, and when a recorded pid is known to be gone. The
+"""The pure parts of `streams.node.kafka.presence`: who a partition of `<region>.writers` names as
+the writer, what a node taken over answers, and when a recorded pid is known to be gone. The
 Kafka round trip (probe, answer, takeover) is tests/integration/test_takeover.py."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from streams.node.presence import (
+from streams.node.kafka.presence import (
     Identity,
     _decode,
     current_writer,

@@ -1,12 +1,13 @@
-"""The materializer's record gate (streams/node/trust.py): which decoded records may reach the
+"""The materializer's record gate (streams/kafka/gate.py): which decoded records may reach the
 state. Pure: records and bytes built here, no broker."""
 
 from __future__ import annotations
 
 import pytest
 
+from streams.config.topology import RegionConfig, Topology, TopologyError, dumps, loads
 from streams.crdt import ops
-from streams.node.trust import (
+from streams.kafka.gate import (
     WINDOW,
     ForgedRecord,
     RecordGate,
@@ -15,7 +16,6 @@ from streams.node.trust import (
     topic_region,
 )
 from streams.ops.codec import encode
-from topology.config import RegionConfig, Topology, TopologyError, dumps, loads
 
 REGIONS = {1: "r1", 2: "r2"}
 

@@ -9,9 +9,9 @@ import asyncio
 from streams.crdt import ops
 from streams.crdt.region import Region
 from streams.ids import MIN_ID, IdMode
-from streams.node.materializer import Decoded
-from streams.node.replica import Replica
-from streams.node.waiters import Waiters
+from streams.node.kafka.materializer import Decoded
+from streams.node.runtime.replica import Replica
+from streams.node.runtime.waiters import Waiters
 
 T = 1000
 

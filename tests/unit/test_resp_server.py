@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from streams.errors import CommandError
-from streams.node.waiters import Waiters
+from streams.node.runtime.waiters import Waiters
 from streams.reply import NULL_ARRAY, OK, Reply, Status
 from streams.resp import server
 from streams.resp.server import RespProtocol, Session

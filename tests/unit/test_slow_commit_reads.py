@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 
-from streams.node.memory import MemoryLog
+from streams.config.topology import RegionConfig, Topology
 from streams.node.node import NodeOptions, RegionNode
+from streams.node.runtime.memory import MemoryLog
 from streams.reply import Map, Reply
 from streams.resp.server import Held, Instead, Session
-from topology.config import RegionConfig, Topology
 
 TOPOLOGY = Topology(regions=(RegionConfig("r1", 1, "127.0.0.1:1", 7001),))
 

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from streams.node.snapshots import CHUNK_BYTES, Retention
-from topology.config import RegionConfig, Topology, TopologyError, loads
-from topology.kafka import MAX_RECORD_BYTES, TOPIC_MAX_MESSAGE_BYTES, batch_bytes
-from topology.mirror import MirrorSet
-from topology.topics import (
+from streams.config.topology import RegionConfig, Topology, TopologyError, loads
+from streams.kafka.sizes import MAX_RECORD_BYTES, TOPIC_MAX_MESSAGE_BYTES, batch_bytes
+from streams.kafka.topics import (
     Replication,
     data_losing_settings,
     new_topics,
@@ -20,6 +18,8 @@ from topology.topics import (
     role_of,
     topic_configs,
 )
+from streams.node.kafka.snapshots import CHUNK_BYTES, Retention
+from topology.mirror import MirrorSet
 
 KEEP = {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete"}
 

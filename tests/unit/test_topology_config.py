@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from topology import mm2
-from topology.config import (
+from streams.config.topology import (
     MAX_SHARDS,
     NodeConfig,
     RegionConfig,
@@ -26,7 +25,8 @@ from topology.config import (
     loads,
     parse_shard_set,
 )
-from topology.topics import is_oplog_topic, local_topic, mirrored_name, oplog_topic
+from streams.kafka.topics import is_oplog_topic, local_topic, mirrored_name, oplog_topic
+from topology import mm2
 
 FULL = """
 [topology]

@@ -1,5 +1,5 @@
-"""The undo journal of a write batch (`streams.node.undo`): undoing the batches that failed puts
-the state back exactly as it was before their first op, whatever commands they held: the node
+"""The undo journal of a write batch (`streams.node.runtime.undo`): undoing the batches that failed
+puts the state back exactly as it was before their first op, whatever commands they held: the node
 serves reads from that state while it re-reads its log after a failed batch."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from streams.commands.table import run
 from streams.crdt.region import Region
 from streams.errors import CommandError
 from streams.ids import MIN_ID, IdMode
-from streams.node import router
-from streams.node.replica import Replica
-from streams.node.undo import CommittedView, Journal
-from streams.node.waiters import Waiters
+from streams.node.pipeline import router
+from streams.node.runtime.replica import Replica
+from streams.node.runtime.undo import CommittedView, Journal
+from streams.node.runtime.waiters import Waiters
 
 KEYS = [b"a", b"b", b"c"]
 

@@ -12,14 +12,14 @@ import time
 import pytest
 import redis
 
+from streams.config.topology import RegionConfig, Topology
 from streams.crdt import ops
-from streams.node.memory import MemoryLog
+from streams.kafka.sizes import MAX_RECORD_BYTES
 from streams.node.node import NodeOptions, RegionNode
+from streams.node.runtime.memory import MemoryLog
 from streams.ops.codec import decode
 from streams.reply import Reply
 from streams.resp.server import Held, Session
-from topology.config import RegionConfig, Topology
-from topology.kafka import MAX_RECORD_BYTES
 from topology.ports import free_port
 
 TOPOLOGY = Topology(regions=(RegionConfig("r1", 1, "127.0.0.1:1", 7001),))

@@ -29,8 +29,9 @@ Guarantees:
 Tansu specifics (docs/architecture.md, "Reading op logs on Tansu and on Apache Kafka"): resume
 reads from the high watermark to partition EOF to get a partition's last record; "caught up" is
 partition EOF, not a watermark; topics are created explicitly; consumers use assign(), never a
-consumer group; the source reader's fetch wait follows `topology.kafka.FetchPacer` (short while
-copying, long when idle, doubled when the broker cannot assemble a fetch of a long log in time).
+consumer group; the source reader's fetch wait follows `streams.kafka.reading.FetchPacer` (short
+while copying, long when idle, doubled when the broker cannot assemble a fetch of a long log in
+time).
 
 Modules, each importing only those above it:
 - `errors`: MirrorError, MirrorTimeout and the Deadline of one operation

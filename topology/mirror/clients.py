@@ -25,13 +25,14 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
-from topology.kafka import MAX_RECORD_BYTES, Pacing, consumer_config
+from streams.kafka.paced import PacedConsumer
+from streams.kafka.reading import Pacing, consumer_config
+from streams.kafka.sizes import MAX_RECORD_BYTES
+from streams.kafka.topics import Replication, mirrored_name, oplog_topic
 from topology.mirror.errors import Deadline, MirrorError
-from topology.paced import PacedConsumer
-from topology.topics import Replication, mirrored_name, oplog_topic
 
 if TYPE_CHECKING:
-    from topology.kafka import Msg
+    from streams.kafka.reading import Msg
 
 log = logging.getLogger(__name__)
 kafka_log = logging.getLogger("topology.mirror.kafka")
@@ -138,7 +139,7 @@ class Clients:
 
     def reader(self) -> PacedConsumer:
         """The continuous reader of the source topic; its fetch wait starts short (a mirror is
-        created to copy what comes) and follows `topology.kafka.FetchPacer`."""
+        created to copy what comes) and follows `streams.kafka.reading.FetchPacer`."""
         return PacedConsumer(
             self.route.source_bootstrap,
             self._group_id,

@@ -1,6 +1,6 @@
 """`Mirror`: copies one region's op log to one other cluster, continuously or on demand.
 
-One instance owns one source reader (`topology.kafka.PacedConsumer`) and one target writer
+One instance owns one source reader (`streams.kafka.reading.PacedConsumer`) and one target writer
 (`TargetWriter`). `copy_available` and the background thread share them under a lock, so a test
 may call `copy_available` while the thread runs. `pause` only stops the background thread: an
 explicit `copy_available` still copies (that is how a paused topology is synchronised on demand).
@@ -19,12 +19,12 @@ import time
 
 from confluent_kafka import KafkaException
 
+from streams.kafka.topics import Replication, TopicError
 from topology.mirror import topic_pair
 from topology.mirror.clients import Clients, Route
 from topology.mirror.errors import Deadline, MirrorError, MirrorTimeout
 from topology.mirror.resume import resume_offsets
 from topology.mirror.writer import TargetWriter
-from topology.topics import Replication, TopicError
 
 log = logging.getLogger(__name__)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from topology.config import Topology
+from streams.config.topology import Topology
+from streams.kafka.topics import Replication
 from topology.mirror.copier import Mirror
-from topology.topics import Replication
 
 
 class MirrorSet:

@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING
 
 from confluent_kafka import Consumer, TopicPartition
 
-from topology.kafka import ReadToEnd
+from streams.kafka.reading import ReadToEnd
 from topology.mirror.clients import Clients
 from topology.mirror.errors import Deadline, MirrorError, MirrorTimeout
 from topology.mirror.headers import MIRROR_OFFSET_HEADER, copied_from
 
 if TYPE_CHECKING:
-    from topology.kafka import Msg
+    from streams.kafka.reading import Msg
 
 log = logging.getLogger(__name__)
 

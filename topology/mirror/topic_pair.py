@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from streams.kafka.topics import TopicError, ensure_topics
 from topology.mirror.clients import Clients, TopicShape
 from topology.mirror.errors import Deadline, MirrorError
-from topology.topics import TopicError, ensure_topics
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from topology.mirror.errors import Deadline, MirrorError
 from topology.mirror.headers import MIRROR_SOURCE_HEADER, copied_from, copy_headers, is_copy
 
 if TYPE_CHECKING:
-    from topology.kafka import Msg
+    from streams.kafka.reading import Msg
 
 log = logging.getLogger(__name__)
 

@@ -9,16 +9,16 @@ other cluster, under the identity or the default naming policy.
 The Java clients' defaults are made for records of 1 MiB: a producer refuses a larger record
 (`max.request.size`, and `buffer.memory` must hold it), so a task that meets one stops for good.
 `SIZES` gives every client MirrorMaker runs the room the largest op record needs, the number the
-region nodes create their topics with (`topology.kafka.TOPIC_MAX_MESSAGE_BYTES`).
+region nodes create their topics with (`streams.kafka.sizes.TOPIC_MAX_MESSAGE_BYTES`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from topology.config import Topology
-from topology.kafka import TOPIC_MAX_MESSAGE_BYTES
-from topology.topics import NAMINGS, oplog_topic
+from streams.config.topology import Topology
+from streams.kafka.sizes import TOPIC_MAX_MESSAGE_BYTES
+from streams.kafka.topics import NAMINGS, oplog_topic
 
 HERE = Path(__file__).resolve().parent
 EXAMPLE_TOPOLOGY = HERE / "topology.toml"

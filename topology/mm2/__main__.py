@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from topology.config import load
+from streams.config.topology import load
+from streams.kafka.topics import NAMINGS
 from topology.mm2 import EXAMPLE_TOPOLOGY, properties_path, render
-from topology.topics import NAMINGS
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,550 @@
+"""The topology file: which regions exist, where their Kafka clusters are, how mirrors name topics,
+how many shards the database has and which node process of a region owns which of them.
+
+One TOML file describes a deployment and every process (region nodes, mirrors, the launcher, the
+MirrorMaker 2 config generator) reads the same file, so they cannot disagree about region ids,
+bootstraps or which node owns a shard. The file is validated strictly: a typo in a key, a
+duplicate region id or a shard no node owns would otherwise surface much later as regions that
+silently never converge or keys that no node serves.
+
+    [topology]
+    mirror_naming = "identity"     # or "default" (MirrorMaker 2's <source-alias>.<topic>)
+    shards = 4                     # 1..1024, default 1; the same in every region, fixed when the
+                                   # topics are created (partition s of each op log is shard s)
+    replication_factor = 3         # optional: replicas of every topic the nodes create
+                                   # (default: the broker's default.replication.factor)
+    min_insync_replicas = 2        # optional: the topics' min.insync.replicas (default: the
+                                   # broker's); writes use acks=all, so a commit needs this many
+
+    [[region]]
+    name = "r1"
+    id = 1                         # 1..255, unique
+    bootstrap = "127.0.0.1:9092"   # the region's own Kafka cluster
+    resp_port = 6380               # with [[region.node]] tables: optional, the first node's
+    id_mode = "strict"             # strict | semi-strict | liberal (default strict)
+    alias = "A"                    # cluster alias (MirrorMaker 2 source alias), default: name
+    bind = "127.0.0.1"             # RESP bind address, default 127.0.0.1 (and each node's)
+    signing_key = "<64 hex digits>" # optional: HMAC-SHA256 key; its writer signs each op record
+                                   # and every reader refuses this region's records unsigned or
+                                   # wrongly signed (streams/kafka/gate.py)
+
+    [[region.node]]                # node 0 (`python -m streams.node ... --node 0`)
+    resp_port = 6380               # required; distinct bind:port per node of the region
+    shards = "0-1"                 # required with several nodes: "0-3", "0,2", "4-7,9"
+
+    [[region.node]]                # node 1
+    resp_port = 6390
+    bind = "127.0.0.1"             # default: the region's bind
+    shards = "2-3"
+    announce = "10.0.0.7"          # optional: the host clients reach it at (CLUSTER SLOTS, MOVED),
+                                   # as Redis's cluster-announce-ip; default: bind
+
+A region without `[[region.node]]` tables runs one node owning every shard on the region's
+`resp_port` (the format before shards existed, which stays valid and is written back unchanged).
+With node tables, every shard 0..S-1 belongs to exactly one node of the region, the nodes are
+numbered 0, 1, ... in file order, and the region's `resp_port` is its first node's (the port a
+client that does not follow the cluster protocol uses): it may be left out, and if given must
+agree. With more than one node the region's nodes speak the Redis Cluster protocol.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streams.config.nodes import (
+    MAX_SHARDS,
+    SHARD_SET_FORMS,
+    NodeConfig,
+    TopologyError,
+    check_bind,
+    check_port,
+    check_shard_count,
+    format_shard_set,
+    is_int,
+    parse_shard_set,
+)
+
+__all__ = [
+    "MAX_SHARDS",
+    "NodeConfig",
+    "RegionConfig",
+    "Topology",
+    "TopologyError",
+    "dump",
+    "dumps",
+    "format_shard_set",
+    "load",
+    "loads",
+    "parse_shard_set",
+]
+
+ID_MODES = ("strict", "semi-strict", "liberal")
+MIRROR_NAMINGS = ("identity", "default")
+REQUIRED_REGION_KEYS = ("name", "id", "bootstrap", "resp_port")
+OPTIONAL_REGION_KEYS = ("id_mode", "alias", "bind", "node", "signing_key")
+REQUIRED_NODE_KEYS = ("resp_port",)
+OPTIONAL_NODE_KEYS = ("bind", "shards", "announce")
+TOPOLOGY_KEYS = ("mirror_naming", "shards", "replication_factor", "min_insync_replicas")
+DEFAULT_BIND = "127.0.0.1"
+# Names become topic-name parts (`r1.oplog`, `A.r1.oplog`): no dot, or a mirrored topic name
+# would be ambiguous; only characters Kafka accepts in topic names.
+_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _signing_key_ok(text: str) -> bool:
+    try:
+        return len(bytes.fromhex(text)) >= 16
+    except ValueError:
+        return False
+
+
+def _where(region: RegionConfig | None, name: object = None) -> str:
+    if region is not None:
+        name = region.name
+    return f"region {name!r}" if isinstance(name, str) and name else "region"
+
+
+def _check_bootstrap(value: str) -> bool:
+    """`host:port[,host:port...]` with ports in 1..65535 (librdkafka would fail later, vaguely)."""
+    for part in value.split(","):
+        host, sep, port = part.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class RegionConfig:
+    """One region: its identity, its home Kafka cluster, its RESP endpoint (`bind`:`resp_port`,
+    its first node's) and its node processes (`nodes`: always at least one; see the module
+    docstring for who owns which shard)."""
+
+    name: str
+    id: int
+    bootstrap: str
+    resp_port: int
+    id_mode: str = "strict"
+    alias: str = ""  # "" means the region name (resolved in __post_init__)
+    bind: str = DEFAULT_BIND
+    # () means one node owning every shard on bind:resp_port (filled in by __post_init__; a
+    # Topology gives it the topology's shards: on its own a region cannot know their number).
+    nodes: tuple[NodeConfig, ...] = ()
+    signing_key: str = ""
+    """Hex of the key that signs this region's op records ("": not signed)."""
+
+    def __post_init__(self) -> None:
+        where = _where(None, self.name)
+        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
+            raise TopologyError(
+                f"{where}: field 'name' must be a non-empty string of letters, digits, '_' or '-'"
+                f" (it becomes part of topic names), got {self.name!r}"
+            )
+        if not isinstance(self.id, int) or isinstance(self.id, bool) or not 1 <= self.id <= 255:
+            raise TopologyError(
+                f"{where}: field 'id' must be an integer in 1..255, got {self.id!r}"
+            )
+        if not isinstance(self.bootstrap, str) or not _check_bootstrap(self.bootstrap):
+            raise TopologyError(
+                f"{where}: field 'bootstrap' must be 'host:port' (comma-separated for several"
+                f" brokers), got {self.bootstrap!r}"
+            )
+        check_port(where, self.resp_port)
+        if self.id_mode not in ID_MODES:
+            raise TopologyError(
+                f"{where}: field 'id_mode' must be one of {', '.join(ID_MODES)},"
+                f" got {self.id_mode!r}"
+            )
+        if not isinstance(self.alias, str) or (self.alias and not _NAME_RE.match(self.alias)):
+            raise TopologyError(
+                f"{where}: field 'alias' must be a string of letters, digits, '_' or '-'"
+                f" (MirrorMaker 2 uses it as a topic prefix), got {self.alias!r}"
+            )
+        if not self.alias:
+            object.__setattr__(self, "alias", self.name)
+        if not isinstance(self.signing_key, str) or (
+            self.signing_key and not _signing_key_ok(self.signing_key)
+        ):
+            raise TopologyError(
+                f"{where}: field 'signing_key' must be at least 32 hex digits (16 bytes;"
+                " `python3 -c 'import secrets; print(secrets.token_hex(32))'` makes one)"
+            )
+        check_bind(where, self.bind)
+        object.__setattr__(self, "nodes", self._checked_nodes(where))
+
+    def _checked_nodes(self, where: str) -> tuple[NodeConfig, ...]:
+        """The region's nodes: the implicit single node when none are given (or when the given
+        one is the implicit node of a region this one was copied from), else the given ones,
+        numbered in order, the first on the region's resp_port, no address or shard twice."""
+        if not isinstance(self.nodes, tuple | list):
+            raise TopologyError(f"{where}: nodes must be a tuple of NodeConfig, got {self.nodes!r}")
+        nodes = tuple(self.nodes)
+        for node in nodes:
+            if not isinstance(node, NodeConfig):
+                raise TopologyError(f"{where}: nodes must be NodeConfig objects, got {node!r}")
+        if not nodes or (len(nodes) == 1 and nodes[0].implicit):
+            shards = nodes[0].shards if nodes else (0,)
+            return (NodeConfig(0, self.bind, self.resp_port, shards, implicit=True),)
+        addresses: dict[tuple[str, int], int] = {}
+        owners: dict[int, int] = {}
+        for position, node in enumerate(nodes):
+            if node.index != position:
+                raise TopologyError(
+                    f"{where}: node #{position} has index {node.index}; nodes are numbered"
+                    " 0, 1, ... in order"
+                )
+            other = addresses.setdefault((node.bind, node.resp_port), node.index)
+            if other != node.index:
+                raise TopologyError(
+                    f"{where}: nodes {other} and {node.index} both listen on {node.address}"
+                )
+            for shard in node.shards:
+                owner = owners.setdefault(shard, node.index)
+                if owner != node.index:
+                    raise TopologyError(
+                        f"{where}: shard {shard} is owned by nodes {owner} and {node.index};"
+                        " every shard belongs to exactly one node of a region"
+                    )
+        if nodes[0].resp_port != self.resp_port:
+            raise TopologyError(
+                f"{where}: field 'resp_port' is {self.resp_port} but its first node listens on"
+                f" {nodes[0].resp_port}: a region's resp_port is its first node's"
+            )
+        return nodes
+
+    def node(self, index: int) -> NodeConfig:
+        """Node `index` of the region (what `python -m streams.node --node K` runs)."""
+        if is_int(index) and 0 <= index < len(self.nodes):
+            return self.nodes[index]
+        raise KeyError(
+            f"region {self.name!r} has no node {index!r} (its nodes: 0..{len(self.nodes) - 1})"
+        )
+
+    def owner(self, shard: int) -> NodeConfig:
+        """The node of this region that owns `shard` (where a MOVED reply sends a client)."""
+        for node in self.nodes:
+            if shard in node.shards:
+                return node
+        raise KeyError(f"region {self.name!r}: no node owns shard {shard!r}")
+
+    def _with_shards(self, shards: int) -> RegionConfig:
+        """This region in a topology of `shards` shards: its implicit node owns all of them, and
+        every shard 0..shards-1 belongs to a node (gaps named; overlaps were refused already)."""
+        region = self
+        everything = tuple(range(shards))
+        if self.nodes[0].implicit and self.nodes[0].shards != everything:
+            implicit = dataclasses.replace(self.nodes[0], shards=everything)
+            region = dataclasses.replace(self, nodes=(implicit,))
+        owned: set[int] = set()
+        for node in region.nodes:
+            beyond = [shard for shard in node.shards if shard >= shards]
+            if beyond:
+                raise TopologyError(
+                    f"region {self.name!r}, node {node.index}: shard {beyond[0]} does not exist:"
+                    f" [topology] shards = {shards} makes shards 0..{shards - 1}"
+                )
+            owned.update(node.shards)
+        gaps = sorted(set(everything) - owned)
+        if gaps:
+            raise TopologyError(
+                f"region {self.name!r}: no node owns shard(s) {format_shard_set(gaps)};"
+                f" every shard 0..{shards - 1} belongs to exactly one node of a region"
+            )
+        return region
+
+    def _default_nodes(self, shards: int) -> bool:
+        """True when the region runs the one node it gets without [[region.node]] tables (on
+        its bind and resp_port, owning all `shards`): `dumps` then writes no node table."""
+        default = NodeConfig(0, self.bind, self.resp_port, tuple(range(shards)))
+        return self.nodes == (default,)
+
+
+@dataclass(frozen=True)
+class Topology:
+    """All regions of a deployment, the mirror naming policy and the shard count they share."""
+
+    regions: tuple[RegionConfig, ...]
+    mirror_naming: str = "identity"
+    shards: int = 1
+    replication_factor: int | None = None
+    """Replicas of each topic a node creates; None: the broker's default.replication.factor."""
+    min_insync_replicas: int | None = None
+    """The created topics' min.insync.replicas; None: the broker's."""
+    _by_name: dict[str, RegionConfig] = field(init=False, repr=False, compare=False)
+    _by_id: dict[int, RegionConfig] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "regions", tuple(self.regions))
+        if self.mirror_naming not in MIRROR_NAMINGS:
+            raise TopologyError(
+                f"[topology]: field 'mirror_naming' must be one of {', '.join(MIRROR_NAMINGS)},"
+                f" got {self.mirror_naming!r}"
+            )
+        check_shard_count(self.shards)
+        _check_replication(self.replication_factor, self.min_insync_replicas)
+        if not self.regions:
+            raise TopologyError("no regions: add at least one [[region]] table")
+        for region in self.regions:
+            if not isinstance(region, RegionConfig):
+                raise TopologyError(f"regions must be RegionConfig objects, got {region!r}")
+        object.__setattr__(
+            self, "regions", tuple(region._with_shards(self.shards) for region in self.regions)
+        )
+        by_name: dict[str, RegionConfig] = {}
+        by_id: dict[int, RegionConfig] = {}
+        alias_home: dict[str, RegionConfig] = {}
+        for region in self.regions:
+            if region.name in by_name:
+                raise TopologyError(f"region {region.name!r}: duplicate region name")
+            if region.id in by_id:
+                raise TopologyError(
+                    f"region {region.name!r}: duplicate id {region.id}"
+                    f" (already used by region {by_id[region.id].name!r})"
+                )
+            other = alias_home.get(region.alias)
+            if other is not None and other.bootstrap != region.bootstrap:
+                raise TopologyError(
+                    f"region {region.name!r}: alias {region.alias!r} already names the cluster"
+                    f" {other.bootstrap} of region {other.name!r}; one alias, one cluster"
+                )
+            by_name[region.name] = region
+            by_id[region.id] = region
+            alias_home.setdefault(region.alias, region)
+        object.__setattr__(self, "_by_name", by_name)
+        object.__setattr__(self, "_by_id", by_id)
+
+    @property
+    def names(self) -> list[str]:
+        return [region.name for region in self.regions]
+
+    def region(self, name: str) -> RegionConfig:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(
+                f"no region named {name!r} in the topology (regions: {', '.join(self.names)})"
+            ) from None
+
+    def by_id(self, region_id: int) -> RegionConfig:
+        try:
+            return self._by_id[region_id]
+        except KeyError:
+            ids = ", ".join(str(r.id) for r in self.regions)
+            raise KeyError(f"no region with id {region_id} in the topology (ids: {ids})") from None
+
+    def node(self, region: str, index: int) -> NodeConfig:
+        """Node `index` of region `region`: its bind, resp_port and shards."""
+        return self.region(region).node(index)
+
+    def others(self, name: str) -> list[RegionConfig]:
+        """Every region but `name` (the mirror targets of `name`'s op log)."""
+        self.region(name)
+        return [region for region in self.regions if region.name != name]
+
+
+def loads(text: str, source: str = "<topology>") -> Topology:
+    """Parse and validate a topology document; errors start with `source` (the file name)."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise TopologyError(f"{source}: not valid TOML: {exc}") from exc
+    try:
+        return _from_document(doc)
+    except TopologyError as exc:
+        raise TopologyError(f"{source}: {exc}") from None
+
+
+def load(path: str | Path) -> Topology:
+    """Read a topology file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TopologyError(f"{path}: cannot read the topology file: {exc.strerror}") from exc
+    return loads(text, source=str(path))
+
+
+def _from_document(doc: dict[str, Any]) -> Topology:
+    unknown = sorted(set(doc) - {"topology", "region"})
+    if unknown:
+        raise TopologyError(
+            f"unknown top-level key(s) {', '.join(map(repr, unknown))}:"
+            " expected a [topology] table and [[region]] tables"
+        )
+    head = doc.get("topology", {})
+    if not isinstance(head, dict):
+        raise TopologyError("'topology' must be a table: write [topology]")
+    unknown = sorted(set(head) - set(TOPOLOGY_KEYS))
+    if unknown:
+        raise TopologyError(
+            f"[topology]: unknown key(s) {', '.join(map(repr, unknown))}"
+            f" (known: {', '.join(TOPOLOGY_KEYS)})"
+        )
+    shards = head.get("shards", 1)
+    check_shard_count(shards)  # before the regions: a lone node's default shards need it
+    raw_regions = doc.get("region", [])
+    if not isinstance(raw_regions, list):
+        raise TopologyError("'region' must be an array of tables: write [[region]], not [region]")
+    regions = [_region(raw, index, shards) for index, raw in enumerate(raw_regions, start=1)]
+    mirror_naming = head.get("mirror_naming", "identity")
+    return Topology(
+        regions=tuple(regions),
+        mirror_naming=mirror_naming,
+        shards=shards,
+        replication_factor=head.get("replication_factor"),
+        min_insync_replicas=head.get("min_insync_replicas"),
+    )
+
+
+def _check_replication(factor: object, min_insync: object) -> None:
+    """Both optional positive integers; min.insync.replicas above the replica count would make
+    every acks=all write fail, so it is refused here rather than by the first write."""
+    for key, value in (("replication_factor", factor), ("min_insync_replicas", min_insync)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 32767:
+            raise TopologyError(
+                f"[topology]: field {key!r} must be an integer 1..32767, got {value!r}"
+            )
+    if isinstance(factor, int) and isinstance(min_insync, int) and min_insync > factor:
+        raise TopologyError(
+            f"[topology]: min_insync_replicas = {min_insync} exceeds replication_factor ="
+            f" {factor}: no write could ever be acknowledged"
+        )
+
+
+def _region(raw: object, index: int, shards: int) -> RegionConfig:
+    """Region #index of the file (1-based), its node tables read with the file's shard count."""
+    if not isinstance(raw, dict):
+        raise TopologyError(f"region #{index}: must be a table ([[region]])")
+    named = isinstance(raw.get("name"), str) and raw["name"]
+    where = f"region #{index}" + (f" ({raw['name']!r})" if named else "")
+    unknown = sorted(set(raw) - set(REQUIRED_REGION_KEYS) - set(OPTIONAL_REGION_KEYS))
+    if unknown:
+        known = ", ".join(REQUIRED_REGION_KEYS + OPTIONAL_REGION_KEYS)
+        raise TopologyError(
+            f"{where}: unknown key(s) {', '.join(map(repr, unknown))} (known: {known})"
+        )
+    fields = dict(raw)
+    raw_nodes = fields.pop("node", [])
+    if not isinstance(raw_nodes, list):
+        raise TopologyError(f"{where}: 'node' must be an array of tables: write [[region.node]]")
+    node_where = f"region {raw['name']!r}" if named else f"region #{index}"
+    bind = fields.get("bind", DEFAULT_BIND)
+    node_bind = bind if isinstance(bind, str) and bind else DEFAULT_BIND  # a bad one: see below
+    nodes = tuple(
+        _node(node, k, f"{node_where}, node {k}", node_bind, shards, len(raw_nodes))
+        for k, node in enumerate(raw_nodes)
+    )
+    if nodes and "resp_port" not in fields:
+        fields["resp_port"] = nodes[0].resp_port  # the region's port is its first node's
+    missing = [key for key in REQUIRED_REGION_KEYS if key not in fields]
+    if missing:
+        raise TopologyError(f"{where}: missing field(s) {', '.join(map(repr, missing))}")
+    try:
+        return RegionConfig(**fields, nodes=nodes)
+    except TopologyError as exc:
+        message = str(exc)
+        if message.startswith("region:"):  # no usable name: point at the table instead
+            message = f"region #{index}:" + message.removeprefix("region:")
+        raise TopologyError(message) from None
+
+
+def _node(raw: object, index: int, where: str, bind: str, shards: int, count: int) -> NodeConfig:
+    """One [[region.node]] table: `bind` defaults to the region's; a region's only node may omit
+    `shards` (it owns them all), a node among several may not (no layout is guessed)."""
+    if not isinstance(raw, dict):
+        raise TopologyError(f"{where}: must be a table ([[region.node]])")
+    unknown = sorted(set(raw) - set(REQUIRED_NODE_KEYS) - set(OPTIONAL_NODE_KEYS))
+    if unknown:
+        known = ", ".join(REQUIRED_NODE_KEYS + OPTIONAL_NODE_KEYS)
+        raise TopologyError(
+            f"{where}: unknown key(s) {', '.join(map(repr, unknown))} (known: {known})"
+        )
+    if "resp_port" not in raw:
+        raise TopologyError(f"{where}: missing field 'resp_port'")
+    if "shards" in raw:
+        try:
+            owned = parse_shard_set(raw["shards"])
+        except TopologyError as exc:
+            raise TopologyError(f"{where}: field 'shards': {exc}") from None
+    elif count == 1:
+        owned = tuple(range(shards))
+    else:
+        raise TopologyError(
+            f"{where}: missing field 'shards' (with several nodes each names its shards,"
+            f" such as {SHARD_SET_FORMS})"
+        )
+    try:
+        return NodeConfig(
+            index, raw.get("bind", bind), raw["resp_port"], owned, raw.get("announce", "")
+        )
+    except TopologyError as exc:
+        raise TopologyError(f"{where}:" + str(exc).split(":", 1)[1]) from None
+
+
+def _toml_string(value: str) -> str:
+    """A TOML basic string; escapes what TOML requires and nothing else (keeps it readable)."""
+    out = ['"']
+    for char in value:
+        if char == '"':
+            out.append('\\"')
+        elif char == "\\":
+            out.append("\\\\")
+        elif char == "\n":
+            out.append("\\n")
+        elif char == "\t":
+            out.append("\\t")
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out)
+
+
+def dumps(topology: Topology) -> str:
+    """The topology as TOML that `loads` reads back to an equal Topology (every field explicit,
+    except what keeps older files byte-identical: `shards` when 1 and the node table of a region
+    that runs the default single node)."""
+    lines = ["[topology]", f"mirror_naming = {_toml_string(topology.mirror_naming)}"]
+    if topology.shards != 1:
+        lines.append(f"shards = {topology.shards}")
+    if topology.replication_factor is not None:
+        lines.append(f"replication_factor = {topology.replication_factor}")
+    if topology.min_insync_replicas is not None:
+        lines.append(f"min_insync_replicas = {topology.min_insync_replicas}")
+    for region in topology.regions:
+        lines += [
+            "",
+            "[[region]]",
+            f"name = {_toml_string(region.name)}",
+            f"id = {region.id}",
+            f"bootstrap = {_toml_string(region.bootstrap)}",
+            f"resp_port = {region.resp_port}",
+            f"id_mode = {_toml_string(region.id_mode)}",
+            f"alias = {_toml_string(region.alias)}",
+            f"bind = {_toml_string(region.bind)}",
+            *([f"signing_key = {_toml_string(region.signing_key)}"] if region.signing_key else []),
+        ]
+        if region._default_nodes(topology.shards):
+            continue
+        for node in region.nodes:
+            lines += [
+                "",
+                "[[region.node]]",
+                f"resp_port = {node.resp_port}",
+                f"bind = {_toml_string(node.bind)}",
+                f"shards = {_toml_string(format_shard_set(node.shards))}",
+                *([f"announce = {_toml_string(node.announce)}"] if node.announce else []),
+            ]
+    return "\n".join(lines) + "\n"
+
+
+def dump(topology: Topology, path: str | Path) -> None:
+    """Write a topology file (the local launcher hands it to the node and mirror processes)."""
+    Path(path).write_text(dumps(topology), encoding="utf-8")

@@ -1,0 +1,162 @@
+"""The node's op log on Kafka: the region's topics on its own cluster, per shard a partition.
+
+Shard s of region r writes partition s of `r.oplog` and `r.local` through a transactional
+producer of its own (`streams.node.kafka.writer`), reads partition s of every op log on the cluster
+(`streams.node.kafka.materializer`) and keeps its snapshots in partition s of `r.snapshot`
+(`streams.node.kafka.snapshots`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from streams.kafka.gate import RecordGate
+from streams.kafka.sizes import MAX_RECORD_BYTES, PRODUCER_BATCH_BYTES, TOPIC_MAX_MESSAGE_BYTES
+from streams.kafka.topics import (
+    Replication,
+    TopicError,
+    describe_topic_configs,
+    ensure_topics,
+    local_topic,
+    oplog_topic,
+    record_limit,
+    snapshot_topic,
+    writers_topic,
+)
+from streams.node.kafka import snapshots
+from streams.node.kafka.materializer import Materializer, RecordAt
+from streams.node.kafka.writer import RegionWriter
+from streams.node.runtime.oplog import ReaderSpec, Snapshot
+
+log = logging.getLogger(__name__)
+
+
+class KafkaSnapshots:
+    def __init__(
+        self, bootstrap: str, topic: str, region_id: int, partition: int, shards: int
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.region_id = region_id
+        self.partition = partition
+        self.where = topic if shards == 1 else f"{topic} partition {partition}"
+        self.retention = snapshots.Retention()
+        """Where the stored snapshots start: the newest `snapshots.KEEP` are kept."""
+
+    def load_newest(self) -> Snapshot | None:
+        return snapshots.load_newest(
+            self.bootstrap,
+            self.topic,
+            self.region_id,
+            partition=self.partition,
+            retention=self.retention,
+        )
+
+    def publish(self, snapshot_id: str, data: bytes) -> None:
+        first = snapshots.publish(
+            self.bootstrap, self.topic, snapshot_id, data, partition=self.partition
+        )
+        self.retention.note(first)
+        self.retention.trim(self.bootstrap, self.topic, self.partition)
+
+
+class KafkaLog:
+    def __init__(
+        self,
+        bootstrap: str,
+        region_name: str,
+        region_id: int,
+        shards: int = 1,
+        skip_records: frozenset[RecordAt] = frozenset(),
+        regions: Mapping[int, str] | None = None,
+        replication: Replication | None = None,
+        keys: Mapping[int, bytes] | None = None,
+    ) -> None:
+        """`regions`: every region of the topology, id -> name: records of any other origin,
+        or in another region's op log, are refused (`streams.kafka.gate`). `replication`: of
+        the topics this node creates (the topology's; default the broker's). `keys`: per region id,
+        the key its records are signed with (`streams.kafka.gate`)."""
+        self.bootstrap = bootstrap
+        self.replication = replication or Replication()
+        self.record_limit = MAX_RECORD_BYTES
+        """The largest record batch a write may make: `MAX_RECORD_BYTES`, or less where the own
+        logs take less (learned in `prepare`). Never more, though the topics take 64 KiB more:
+        every producer downstream (the mirror's, MirrorMaker 2's) is sized for that record."""
+        self.region_name = region_name
+        self.region_id = region_id
+        self.shards = shards
+        self.skip_records = skip_records
+        self.regions = dict(regions) if regions is not None else {region_id: region_name}
+        self.keys = dict(keys or {})
+        self.oplog_topic = oplog_topic(region_name)
+        self.local_topic = local_topic(region_name)
+        self.snapshot_topic = snapshot_topic(region_name)
+        self.writers_topic = writers_topic(region_name)
+        """Where the nodes announce themselves (`streams.node.kafka.presence`)."""
+
+    def prepare(self) -> None:
+        ensure_topics(
+            self.bootstrap,
+            [self.oplog_topic, self.local_topic, self.snapshot_topic, self.writers_topic],
+            partitions=self.shards,
+            replication=self.replication,
+        )
+        # Topics this code creates take the largest op record; an older topic, or one made by
+        # hand, may take less (Kafka's default: 1 MiB): then that is the limit of every write.
+        try:
+            configs = describe_topic_configs(self.bootstrap, [self.oplog_topic, self.local_topic])
+        except TopicError as exc:
+            log.warning("%s; taking records up to %d bytes", exc, MAX_RECORD_BYTES)
+            configs = {}
+        self.record_limit = record_limit(configs, MAX_RECORD_BYTES)
+        if self.record_limit < PRODUCER_BATCH_BYTES:
+            raise TopicError(
+                f"{self.oplog_topic} / {self.local_topic} on {self.bootstrap} take record batches"
+                f" of at most {self.record_limit} bytes (max.message.bytes), less than the"
+                f" {PRODUCER_BATCH_BYTES} the writer packs small records into: a batch of small"
+                f" writes could be refused as a whole; set max.message.bytes to at least"
+                f" {PRODUCER_BATCH_BYTES} ({TOPIC_MAX_MESSAGE_BYTES} for values up to 64 MiB)"
+            )
+        if self.record_limit < MAX_RECORD_BYTES:
+            log.warning(
+                "%s / %s take record batches up to %d bytes (max.message.bytes): larger writes"
+                " are refused to their clients; set it to %d for values up to 64 MiB",
+                self.oplog_topic,
+                self.local_topic,
+                self.record_limit,
+                TOPIC_MAX_MESSAGE_BYTES,
+            )
+
+    def writer(self, shard: int) -> RegionWriter:
+        return RegionWriter(
+            self.bootstrap,
+            self.region_name,
+            self.oplog_topic,
+            self.local_topic,
+            shard=shard,
+            shards=self.shards,
+            signing_key=self.keys.get(self.region_id),
+        )
+
+    def reader(self, shard: int, spec: ReaderSpec) -> Materializer:
+        name = f"materializer-{self.region_name}"
+        return Materializer(
+            self.bootstrap,
+            self.local_topic,
+            spec.on_batch,
+            spec.on_error,
+            start_offsets=spec.start_offsets,
+            name=name if self.shards == 1 else f"{name}-s{shard}",
+            own_topics=frozenset()
+            if spec.read_own
+            else frozenset({self.oplog_topic, self.local_topic}),
+            skip_records=self.skip_records,
+            partition=shard,
+            gate=RecordGate(self.regions, self.region_id, self.keys),
+        )
+
+    def snapshots(self, shard: int) -> KafkaSnapshots:
+        return KafkaSnapshots(
+            self.bootstrap, self.snapshot_topic, self.region_id, shard, self.shards
+        )

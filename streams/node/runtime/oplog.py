@@ -1,0 +1,120 @@
+"""What a node needs of its op log, per shard: a writer, a reader, a snapshot store.
+
+The node is a composition root (`streams.node.node`): it is handed an `OpLog` that makes these
+parts, so a test builds a node on an in-memory log (`streams.node.runtime.memory`) and production on
+Kafka (`streams.node.kafka.kafka_log`). The protocols name exactly what the node uses of each part.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from streams.crdt.region import Region
+from streams.node.kafka.materializer import Batch
+from streams.ops.codec import Sealed
+from streams.snapshot import Positions
+
+
+class Writer(Protocol):
+    """Appends a shard's batches to its logs, one transaction each; fenced by a newer writer."""
+
+    partition: int
+    """The partition of the region's logs it appends to (its shard's)."""
+    fenced: bool
+    fail_next: int
+    """Test hook (CRDT.FAULT): fail this many upcoming appends."""
+    next_offsets: dict[str, int]
+    """Per own topic: one past the last record a committed append wrote."""
+
+    def start(self) -> None: ...
+
+    async def append(
+        self, replicated: Sequence[Sealed], local: Sequence[Sealed], deadline: float | None = None
+    ) -> None:
+        """Append one batch (encoded ops for the replicated and the local log) in one
+        transaction, committed by `deadline` (time.monotonic()); raises
+        `streams.node.kafka.writer.WriterError` when it did not commit."""
+        ...
+
+    async def recover(self, superseded: Callable[[], str | None]) -> None:
+        """Make the writer usable after a failed append, unless `superseded()` names a newer
+        writer (then it is fenced); raises WriterError while the log is unreachable."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Reader(Protocol):
+    """Reads a shard's partition of every op log on the cluster, in a thread of its own, and
+    hands decoded batches to the node (the materializer)."""
+
+    caught_up: threading.Event
+    records_read: int
+    records_skipped: int
+    own_positions: dict[str, int]
+    """Where reading the own logs stopped when they were dropped after catching up."""
+
+    @property
+    def positions(self) -> dict[str, int]:
+        """Per topic read, the next offset."""
+        ...
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def wake(self) -> None: ...
+
+    def progress(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class ReaderSpec:
+    """How to make a shard's reader."""
+
+    on_batch: Callable[[Batch], None]
+    """Called in the reader's thread with each decoded batch."""
+    on_error: Callable[[Exception], None]
+    """Called in the reader's thread when reading stopped for good."""
+    start_offsets: dict[str, int] | None
+    """Per topic, where to start (a snapshot's positions); None: from the beginning."""
+    read_own: bool
+    """Read the region's own logs too, not only to catch up: true once another writer (which
+    fenced this node) appends to them."""
+
+
+Snapshot = tuple[str, Region, Positions]
+"""A stored snapshot: its id, the state, the log positions it covers."""
+
+
+class SnapshotStore(Protocol):
+    where: str
+    """Where the snapshots are kept, for messages (a topic, or a topic and partition)."""
+
+    def load_newest(self) -> Snapshot | None: ...
+
+    def publish(self, snapshot_id: str, data: bytes) -> None: ...
+
+
+class OpLog(Protocol):
+    """Makes the parts of each shard of one region on this node."""
+
+    oplog_topic: str
+    local_topic: str
+    record_limit: int
+    """The largest record batch its logs take (bytes, `streams.kafka.sizes.batch_bytes`): an op
+    whose record is bigger is refused to its own client before it is applied. Known once
+    `prepare` ran (learned from the topics where the broker tells)."""
+
+    def prepare(self) -> None:
+        """Make sure the logs exist with the shape the database needs (blocking)."""
+        ...
+
+    def writer(self, shard: int) -> Writer: ...
+
+    def reader(self, shard: int, spec: ReaderSpec) -> Reader: ...
+
+    def snapshots(self, shard: int) -> SnapshotStore: ...

@@ -1,0 +1,198 @@
+"""When and how a shard writes a snapshot of its state (`streams.node.kafka.snapshots` stores it).
+
+Like Redis's BGSAVE: commands pause (`Pause`) while the batch in flight commits and nothing read
+waits to be applied, the exact log positions the state covers are noted, and the process forks;
+the child writes the snapshot from its copy-on-write image while the parent serves on, then the
+parent publishes the file. A snapshot is due every `every_ops` committed ops or `every_s` seconds
+with new ops (0 turns either off), and on CRDT.SNAPSHOT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from streams.node.kafka import snapshots
+from streams.node.runtime.loader import Loader
+from streams.node.runtime.oplog import SnapshotStore, Writer
+from streams.node.runtime.replica import Replica
+from streams.node.runtime.writepath import WritePath
+from streams.snapshot import Positions
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SNAPSHOT_EVERY_OPS = 100_000
+DEFAULT_SNAPSHOT_EVERY_S = 600.0
+QUIET_ATTEMPTS = 20
+QUIET_RETRY_S = 0.05
+
+
+class Pause:
+    """Holds every command of the node while a snapshot forks (a few milliseconds)."""
+
+    def __init__(self) -> None:
+        self._quiet: asyncio.Event | None = None
+
+    async def wait(self) -> None:
+        if self._quiet is not None:
+            await self._quiet.wait()
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        quiet = self._quiet = asyncio.Event()
+        try:
+            yield
+        finally:
+            self._quiet = None
+            quiet.set()
+
+
+@dataclass
+class SnapshotPolicy:
+    every_ops: int = DEFAULT_SNAPSHOT_EVERY_OPS
+    every_s: float = DEFAULT_SNAPSHOT_EVERY_S
+
+
+class Snapshotter:
+    def __init__(
+        self,
+        name: str,
+        region_name: str,
+        replica: Replica,
+        writer: Writer,
+        writepath: WritePath,
+        loader: Loader,
+        store: SnapshotStore,
+        now_ms: Callable[[], int],
+        pause: Pause,
+        policy: SnapshotPolicy,
+    ) -> None:
+        self.name = name
+        self.region_name = region_name
+        self.replica = replica
+        self.writer = writer
+        self.writepath = writepath
+        self.loader = loader
+        self.store = store
+        self.now_ms = now_ms
+        self.pause = pause
+        self.policy = policy
+        self.taken = 0
+        self.last = ""
+        self.last_pause_ms = 0.0
+        self._running = False
+        self._since = (0, time.monotonic())  # (committed ops, when) at the last one
+
+    def restart_schedule(self) -> None:
+        """The state was (re)loaded: count ops and time from now."""
+        self._since = (self.writepath.ops, time.monotonic())
+
+    def due(self) -> bool:
+        if self._running or self._unsettled() or self.writer.fenced:
+            return False
+        ops_then, when = self._since
+        new_ops = self.writepath.ops - ops_then
+        policy = self.policy
+        by_ops = policy.every_ops > 0 and new_ops >= policy.every_ops
+        by_time = policy.every_s > 0 and new_ops > 0 and time.monotonic() - when >= policy.every_s
+        return by_ops or by_time
+
+    def _unsettled(self) -> bool:
+        """The shard loads, re-reads its log after a failed batch, or refuses writes: what it
+        holds now is not what a snapshot should keep."""
+        loader = self.loader
+        return (
+            loader.loading is not None
+            or loader.reloading is not None
+            or self.writepath.down is not None
+        )
+
+    def positions(self) -> Positions:
+        """The next offset per topic that the state covers: what the replica applied from the
+        other regions' logs, and for the own logs what the committed transactions wrote."""
+        positions = self.replica.positions()
+        reader = self.loader.reader
+        own = dict(reader.own_positions) if reader is not None else {}
+        for topic, offset in self.writer.next_offsets.items():
+            own[topic] = max(own.get(topic, 0), offset)
+        for topic, offset in own.items():
+            part = (topic, self.writer.partition)
+            positions[part] = max(positions.get(part, 0), offset)
+        return positions
+
+    async def take(self) -> str | None:
+        """Write a snapshot to the store; its id, or None when none could be taken now."""
+        if self._running:
+            return None
+        self._running = True
+        try:
+            forked = await self._fork()
+            if forked is None:
+                return None
+            return await self._publish(*forked)
+        except Exception:
+            log.exception("%s: taking a snapshot failed", self.name)
+            return None
+        finally:
+            self._running = False
+
+    async def _fork(self) -> tuple[int, str, str] | None:
+        """Pause commands until nothing is uncommitted or waiting, then fork the writer child."""
+        for _attempt in range(QUIET_ATTEMPTS):
+            if self._unsettled():
+                return None
+            paused = time.perf_counter()
+            with self.pause.holding():
+                try:
+                    if await self.writepath.settled() is not None:
+                        return None  # the batch failed: the shard reloads
+                    if (
+                        self.writepath.pending() is None
+                        and self.replica.settled()
+                        and not self._unsettled()
+                    ):
+                        region = self.replica.region
+                        snapshot_id = f"{self.now_ms()}-{region.vector.get(region.id, 0)}"
+                        meta = {
+                            "writer": f"node {self.name}",
+                            "snapshot_id": snapshot_id,
+                            "shard": str(self.writer.partition),
+                        }
+                        pid, path = snapshots.fork_write(
+                            region, self.positions(), self.region_name, meta
+                        )
+                        self._since = (self.writepath.ops, time.monotonic())
+                        return pid, path, snapshot_id
+                finally:
+                    self.last_pause_ms = (time.perf_counter() - paused) * 1000
+            await asyncio.sleep(QUIET_RETRY_S)
+        log.warning("%s: no quiet moment for a snapshot; trying later", self.name)
+        return None
+
+    async def _publish(self, pid: int, path: str, snapshot_id: str) -> str | None:
+        loop = asyncio.get_running_loop()
+        try:
+            if not await loop.run_in_executor(None, snapshots.wait_child, pid):
+                log.error("%s: the snapshot child failed; no snapshot stored", self.name)
+                return None
+            with open(path, "rb") as fp:
+                data = fp.read()
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        await loop.run_in_executor(None, self.store.publish, snapshot_id, data)
+        self.taken += 1
+        self.last = snapshot_id
+        log.info(
+            "%s: snapshot %s stored (%d bytes; commands paused %.1f ms)",
+            self.name,
+            snapshot_id,
+            len(data),
+            self.last_pause_ms,
+        )
+        return snapshot_id

@@ -1,0 +1,226 @@
+"""Group commit: the ops of every command dispatched while a transaction is in flight form the next
+batch, appended to the op log in one Kafka transaction.
+
+The anchor is Redis with `appendfsync always`: it applies a whole event-loop iteration's commands
+in memory, writes and fsyncs the AOF once, and only then sends the replies. Here, a command is
+dispatched and its ops are applied to the in-memory state at once (so the next command, from any
+connection, sees them: XADD IDs, BUSYGROUP, XSETID checks), its ops join the *open* batch, and
+its reply is held (`streams.resp.server.Held`) until that batch committed. One batch is in flight
+at a time: while it commits, the open one fills; when it is done, the open one is sent. A reply
+of a command without ops (a read) is held until the newest batch with ops committed, since the
+state it read may include them: no reply ever shows an op that is not in the log.
+
+Why apply at dispatch rather than after the commit: everything a command reads must include the
+commands before it, and waiting for each commit before the next dispatch is what limited a
+region to one transaction per command. Making only conflicting writers wait would not help the
+common case (many clients appending to one stream). The price is the failure path: when a batch
+fails, the state holds ops the log may not, and later commands built on them. Every held write
+reply of the failed batch and of the open one is failed, and the ops of both are undone in
+memory (each batch keeps a `streams.node.runtime.undo.Journal`), so the state is again one the log
+holds and reads go on being answered from it; a read held on a failed batch is run again on
+that state (`streams.node.pipeline.dispatch`), never answered with the write's error. Whether the
+failed transaction landed is only known by reading the log: the shard re-reads it in the background
+once the broker answers (`streams.node.runtime.loader`) and switches over to the state read,
+refusing writes until then. (It can land even after an abort: the embedded Tansu broker hands
+aborted transactional records to read_committed readers, so on it a failed batch whose records were
+produced is applied everywhere; the error therefore says "may or may not have been applied",
+as for a write whose connection dropped.)
+
+A write is answered within `write_timeout` (`--write-timeout`) of its arrival: a batch must
+commit by the deadline of its oldest write, which is the commit's timeout. Once one failed, the
+write path is `down`: every batch is failed at once, without asking the broker, until the shard
+re-read its log and renewed its writer (`up`), so no later client waits out the timeout again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from streams.crdt import ops
+from streams.errors import CommandError
+from streams.node.kafka.writer import WriterError
+from streams.node.runtime.oplog import Writer
+from streams.node.runtime.replica import Issued
+from streams.node.runtime.undo import Journal
+from streams.ops.codec import Sealed
+
+log = logging.getLogger(__name__)
+
+DEFAULT_WRITE_TIMEOUT_S = 10.0
+"""`--write-timeout`: how long a write may wait for the op log before it is refused."""
+
+Outcome = asyncio.Future[CommandError | None]
+"""Resolves to None once the batch committed, or to the error every held reply gets instead."""
+
+
+@dataclass
+class WriteBatch:
+    replicated: list[ops.Op] = field(default_factory=list)
+    local: list[ops.LocalOp] = field(default_factory=list)
+    records: list[Sealed] = field(default_factory=list)
+    """`replicated` as the writer appends them (encoded when issued)."""
+    local_records: list[Sealed] = field(default_factory=list)
+    outcome: Outcome = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    journal: Journal | None = None
+    """How to undo the batch's ops in memory (`streams.node.runtime.undo`)."""
+    deadline: float = 0.0
+    """time.monotonic() by which the batch must have committed: its first write's arrival plus
+    the write timeout."""
+    viewed: bool = False
+    """Reads were answered without its ops while it was pending (`Shard.committed_view`): its
+    keys' blocked readers must look again once it committed."""
+
+    def __len__(self) -> int:
+        return len(self.replicated) + len(self.local)
+
+
+class WritePath:
+    """The open batch, the batch in flight, and the task that commits them in order."""
+
+    def __init__(
+        self,
+        writer: Writer,
+        on_committed: Callable[[WriteBatch], None],
+        on_failed: Callable[[WriterError, list[WriteBatch]], None],
+        new_journal: Callable[[], Journal],
+        write_timeout: float = DEFAULT_WRITE_TIMEOUT_S,
+    ) -> None:
+        """`on_failed(error, batches)`: the batches (oldest first) failed; their ops must be
+        undone before anything else runs. `new_journal`: an empty journal for a new batch."""
+        self.writer = writer
+        self._on_committed = on_committed
+        self._on_failed = on_failed
+        self._new_journal = new_journal
+        self.write_timeout = write_timeout
+        self.down: str | None = None
+        """Why batches fail at once (a batch failed; the shard has not recovered yet)."""
+        self.in_flight_since: float | None = None
+        """time.monotonic() when the batch in flight was sent (None: none is)."""
+        self._open: WriteBatch | None = None
+        self._in_flight: WriteBatch | None = None
+        self._ready = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.batches = 0
+        self.ops = 0
+        self.observe: Callable[[float, int], None] | None = None
+        """Told each committed batch's commit time (seconds) and op count (`streams.node.metrics`
+        sets it when the node exports metrics): once per transaction, never per op."""
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._commit_loop())
+
+    async def stop(self) -> None:
+        """Commit what is pending, then stop the committing task."""
+        await self.settled()
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+
+    def journal(self) -> Journal:
+        """The open batch's journal (opening the batch): where a command about to be applied
+        notes how to undo it."""
+        batch = self._open
+        if batch is None:
+            batch = self._open = WriteBatch(
+                journal=self._new_journal(), deadline=time.monotonic() + self.write_timeout
+            )
+        assert batch.journal is not None
+        return batch.journal
+
+    def add(self, issued: Issued) -> Outcome:
+        """Put one command's ops (already applied to the state, noted in `journal()`) into the
+        open batch; the returned outcome resolves when that batch is committed (or failed)."""
+        batch = self._open
+        if batch is None:
+            self.journal()
+            batch = self._open
+            assert batch is not None
+        batch.replicated.extend(issued.replicated)
+        batch.local.extend(issued.local)
+        batch.records.extend(issued.records)
+        batch.local_records.extend(issued.local_records)
+        self._ready.set()
+        return batch.outcome
+
+    def pending(self) -> Outcome | None:
+        """The outcome a reply must wait for: the newest batch with ops not yet committed."""
+        if self._open is not None:
+            return self._open.outcome
+        if self._in_flight is not None:
+            return self._in_flight.outcome
+        return None
+
+    def pending_batches(self) -> list[WriteBatch]:
+        """The batches not yet committed, oldest first."""
+        return [b for b in (self._in_flight, self._open) if b is not None]
+
+    async def settled(self) -> CommandError | None:
+        """Wait until everything added so far is committed; the failure, if any."""
+        outcome = self.pending()
+        if outcome is None:
+            return None
+        return await asyncio.shield(outcome)
+
+    async def _commit_loop(self) -> None:
+        while True:
+            await self._ready.wait()
+            self._ready.clear()
+            batch, self._open = self._open, None
+            if batch is None or not batch:
+                continue
+            self._in_flight = batch
+            self.in_flight_since = time.monotonic()
+            started = time.perf_counter()
+            if self.down is not None:
+                self._fail(batch, WriterError(self.down), fast=True)
+                continue
+            try:
+                await self.writer.append(batch.records, batch.local_records, batch.deadline)
+            except WriterError as exc:
+                self._fail(batch, exc)
+                continue
+            except Exception as exc:  # a bug in encoding, say: fail the batch, never hang it
+                log.exception("appending a batch of %d ops failed", len(batch))
+                self._fail(batch, WriterError(f"internal error while appending: {exc}"))
+                continue
+            self._in_flight = self.in_flight_since = None
+            self.batches += 1
+            self.ops += len(batch)
+            batch.outcome.set_result(None)
+            self._on_committed(batch)
+            if self.observe is not None:
+                self.observe(time.perf_counter() - started, len(batch))
+
+    def up(self) -> None:
+        """The shard recovered (its log re-read, its writer renewed): commit batches again."""
+        self.down = None
+
+    def _fail(self, batch: WriteBatch, exc: WriterError, fast: bool = False) -> None:
+        """The batch in flight failed: it and the open batch (built on its state) fail, their
+        ops are undone, and batches fail at once from now on (`down`) until `up`."""
+        if fast:  # never sent: it was certainly not applied
+            error = CommandError(f"ERR writes refused, nothing was applied: {exc}")
+        else:
+            error = CommandError(
+                f"ERR the op log did not confirm the write ({exc}); it may or may not have been "
+                "applied; writes are refused until the node has re-read its log (reads go on)"
+            )
+            self.down = (
+                f"the op log did not confirm a write ({exc}); writes are refused until the node "
+                "has re-read its log (reads go on)"
+            )
+        self._in_flight = self.in_flight_since = None
+        doomed = [batch] + ([self._open] if self._open is not None else [])
+        self._open = None
+        self._on_failed(exc, doomed)
+        for each in doomed:
+            if not each.outcome.done():
+                each.outcome.set_result(error)
