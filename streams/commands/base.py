@@ -55,6 +55,10 @@ class Result:
     reply: Reply
     ops: list[Body] = field(default_factory=list)
     block: BlockRequest | None = None
+    """Set when a blocking read found nothing: park the client and run again."""
+    block_ms: int | None = None
+    """A blocking XREADGROUP's BLOCK milliseconds as parsed, also when it found entries (its
+    reply waits for its deliveries to commit: `streams.node.pipeline.replies`)."""
 
     @property
     def effects(self) -> list[Body]:

@@ -119,7 +119,7 @@ def xreadgroup(ctx: Context, args: list[bytes]) -> Result:
         if key in repeated:
             apply_local_to(ks, group, op)
     if served:
-        return Result(Map(tuple(served), nested=True), out)
+        return Result(Map(tuple(served), nested=True), out, block_ms=parsed.block_ms)
     if parsed.block_ms is None:
         return Result(NULL_ARRAY, out)
     return Result(NULL_ARRAY, out, BlockRequest(parsed.keys, parsed.block_ms, tuple(args), WOKEN))

@@ -17,7 +17,6 @@ import sys
 
 from streams.config.topology import Topology, format_shard_set, load, parse_shard_set
 from streams.node import metrics
-from streams.node.kafka.materializer import RecordAt, parse_record_at
 from streams.node.kafka.presence import LiveWriterError
 from streams.node.node import (
     DEFAULT_CATCH_UP_TIMEOUT_S,
@@ -27,6 +26,7 @@ from streams.node.node import (
     RegionNode,
 )
 from streams.node.pipeline.auth import AuthConfig
+from streams.node.runtime.oplog import RecordAt, parse_record_at
 from streams.node.runtime.writepath import DEFAULT_WRITE_TIMEOUT_S
 from streams.snapshot import SnapshotError
 

@@ -31,7 +31,6 @@ from streams.config.topology import NodeConfig, Topology, format_shard_set
 from streams.ids import IdMode
 from streams.kafka.topics import Replication
 from streams.node.kafka.kafka_log import KafkaLog
-from streams.node.kafka.materializer import RecordAt
 from streams.node.kafka.presence import Identity, LiveWriterError, Presence, taken_over_text
 from streams.node.pipeline import (
     auth,
@@ -51,7 +50,7 @@ from streams.node.pipeline.report import Report
 from streams.node.pipeline.stats import Stats
 from streams.node.runtime.clock import NodeClock
 from streams.node.runtime.loader import DEFAULT_CATCH_UP_TIMEOUT_S
-from streams.node.runtime.oplog import OpLog
+from streams.node.runtime.oplog import OpLog, RecordAt
 from streams.node.runtime.shard import Shard, ShardSetup
 from streams.node.runtime.shards import ShardSet
 from streams.node.runtime.snapshotter import (

@@ -48,7 +48,8 @@ from streams.errors import CommandError
 from streams.node.pipeline import auth, connection, router
 from streams.node.pipeline.admin import vector_reply
 from streams.node.pipeline.clients import Client
-from streams.node.pipeline.dispatch import Builtin, Dispatcher, Ran, sync
+from streams.node.pipeline.dispatch import Builtin, Dispatcher, sync
+from streams.node.runtime.backend import Outcome, Ran
 from streams.replay import reader
 from streams.replay.positions import PositionError, vector_text
 from streams.replay.replayed import Replayed
@@ -178,8 +179,8 @@ class ReplayBackend:
             return Ran(NULL_ARRAY)  # nothing will arrive: the view moves only by REPLAY.SEEK
         return Ran(out.reply)
 
-    def hold(self, reply: Reply, shards: frozenset[int] | None) -> Reply:
-        return reply
+    def pending(self, shards: frozenset[int] | None) -> Outcome | None:
+        return None  # nothing is ever written here
 
     async def wait(
         self, keys: Iterable[bytes], timeout: float, lost: asyncio.Future[None] | None

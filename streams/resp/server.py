@@ -101,10 +101,39 @@ Until = asyncio.Future[CommandError | None] | asyncio.Future[Instead | None]
 
 class Held(NamedTuple):
     """A reply that must not be sent before `until` resolves: to None (send `reply`), to an
-    error that replaces it (the batch holding the command's ops failed), or to `Instead`."""
+    error that replaces it (the batch holding the command's ops failed), or to `Instead`. What
+    to send once it resolved is `released(held)`, the one reading of its outcomes."""
 
     reply: Reply
     until: Until
+
+
+ABANDONED = CommandError("ERR the write was abandoned (the node is stopping)")
+
+
+def released(reply: Reply, until: Until) -> Reply:
+    """What goes out for a held `reply` once `until` is done: the reply as computed (None), the
+    error that replaces it, the reply sent `Instead`, or, when the wait was cancelled (the node
+    stops), that the write was abandoned."""
+    if until.cancelled():
+        return ABANDONED
+    outcome = until.result()
+    if outcome is None:
+        return reply
+    return outcome.reply if isinstance(outcome, Instead) else outcome
+
+
+async def final(reply: Reply | Held) -> Reply:
+    """The reply a client gets for what a handler answered: a held one once released (for
+    tools and tests that call a handler directly)."""
+    if not isinstance(reply, Held):
+        return reply
+    try:
+        await asyncio.shield(reply.until)
+    except asyncio.CancelledError:
+        if not reply.until.cancelled():
+            raise
+    return released(reply.reply, reply.until)
 
 
 Handler = Callable[[Session, list[bytes]], Awaitable[Reply | Held]]
@@ -348,16 +377,10 @@ class RespProtocol(asyncio.Protocol):
                             self._watched = until
                             until.add_done_callback(self._pump_outbox)
                         return
-                    failure = (
-                        CommandError("ERR the write was abandoned (the node is stopping)")
-                        if until.cancelled()
-                        else until.result()
-                    )
-                    if failure is None:
-                        ready.append(data)
+                    if not until.cancelled() and until.result() is None:
+                        ready.append(data)  # as computed and encoded when it was held
                     else:
-                        instead = failure.reply if isinstance(failure, Instead) else failure
-                        ready.append(encode(instead, self.session.proto))
+                        ready.append(encode(released(None, until), self.session.proto))
                 else:
                     ready.append(data)
                 outbox.popleft()

@@ -20,7 +20,8 @@ from integration import test_mirror
 from integration.test_mirror import Clusters, assert_copied, produce, read_all
 from streams.crdt import ops
 from streams.kafka.topics import ensure_topics, local_topic, oplog_topic
-from streams.node.kafka.materializer import Batch, Materializer
+from streams.node.kafka.materializer import Materializer
+from streams.node.runtime.oplog import Batch
 from streams.ops.codec import encode
 from topology.mirror import Mirror, MirrorError
 

@@ -19,7 +19,8 @@ import redis
 from support import free_port, wait_until
 
 from streams.node.kafka.presence import Identity, Presence
-from streams.node.kafka.writer import RegionWriter, WriterFenced
+from streams.node.kafka.writer import RegionWriter
+from streams.node.runtime.oplog import WriterFenced
 from topology.local import LocalTopology
 
 TAKEN_OVER = "another writer took over region r1"

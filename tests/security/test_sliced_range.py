@@ -21,7 +21,7 @@ from streams.node.pipeline.auth import AuthConfig
 from streams.node.runtime.memory import MemoryLog
 from streams.reply import Reply
 from streams.resp.encode import encode
-from streams.resp.server import Held, Session
+from streams.resp.server import Session, final
 
 
 def _logs(seed: int, n: int) -> tuple[EntryLogs, list[tuple[int, int, StreamID]]]:
@@ -92,11 +92,7 @@ TOPOLOGY = Topology(regions=(RegionConfig("r1", 1, "127.0.0.1:1", 7001),), mirro
 
 
 async def _answer(node: RegionNode, session: Session, *args: bytes) -> Reply:
-    reply = await node.handle(session, list(args))
-    if isinstance(reply, Held):
-        failure = await reply.until
-        return reply.reply if failure is None else failure
-    return reply
+    return await final(await node.handle(session, list(args)))
 
 
 async def _scenario() -> None:
@@ -104,7 +100,7 @@ async def _scenario() -> None:
     await node.start(serve_resp=False)
     try:
         a, b = Session(1), Session(2)
-        total = MIN_SLICED + 2000
+        total = 4 * MIN_SLICED  # many slices: other clients' replies fit between them
         for chunk in range(0, total, 1000):
             await _answer(node, a, b"MULTI")
             for i in range(chunk, chunk + 1000):
@@ -123,7 +119,9 @@ async def _scenario() -> None:
         assert isinstance(await _answer(node, b, b"XADD", b"big", b"*", b"late", b"1"), bytes)
         assert not sliced.done()  # the other client was answered while the range was produced
         assert encode(await sliced) == encode(at_once[0])  # type: ignore[index]
-        reverse = await _answer(node, a, b"XREVRANGE", b"big", b"+", b"-", b"COUNT", b"20000")
+        reverse = await _answer(
+            node, a, b"XREVRANGE", b"big", b"+", b"-", b"COUNT", b"%d" % (total + 1)
+        )
         assert encode(reverse).startswith(b"*%d\r\n*2\r\n" % total)  # one deleted, one added
     finally:
         await node.stop()

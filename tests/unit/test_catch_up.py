@@ -21,7 +21,8 @@ from confluent_kafka import KafkaError
 from streams.crdt import ops
 from streams.kafka import paced
 from streams.kafka.reading import EndTracker, FetchPacer, Pacing
-from streams.node.kafka.materializer import Batch, Materializer
+from streams.node.kafka.materializer import Materializer
+from streams.node.runtime.oplog import Batch
 from streams.ops.codec import encode
 
 Event = tuple[str, str, int]  # (kind "rec" | "eof", topic, offset)

@@ -5,12 +5,13 @@ byte for byte with redis-server 7.0.15 where the replies are meant to be the sam
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Iterator
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import TypeVar
 
 import hiredis
 import pytest
 from differential.redis_server import RedisServer, require_redis_server
+from memory_node import answer, run, serving
 from support import RawClient
 
 import streams
@@ -24,9 +25,8 @@ from streams.node.pipeline.clients import QUEUED, Clients
 from streams.node.pipeline.connection import server_time
 from streams.node.runtime.memory import MemoryLog
 from streams.ops.codec import decode
-from streams.reply import Reply
 from streams.resp.encode import encode
-from streams.resp.server import Held, Session
+from streams.resp.server import Session
 
 T = TypeVar("T")
 
@@ -40,9 +40,6 @@ TOPOLOGY = Topology(
 )
 
 
-LOOPS: dict[int, asyncio.AbstractEventLoop] = {}
-
-
 def make_node(requirepass: str | None = None, users: list[str] | None = None) -> RegionNode:
     """A node on an in-memory op log, serving from an event loop of its own (its write path's
     commit task runs there), with nothing to catch up with."""
@@ -50,12 +47,6 @@ def make_node(requirepass: str | None = None, users: list[str] | None = None) ->
         TOPOLOGY, "r1", clock=lambda: 1.0, auth=AuthConfig.build(requirepass, users)
     )
     return serving(RegionNode(options, log=MemoryLog()))
-
-
-def serving(node: RegionNode) -> RegionNode:
-    loop = LOOPS[id(node)] = asyncio.new_event_loop()
-    loop.run_until_complete(node.start(serve_resp=False))
-    return node
 
 
 def appends(node: RegionNode) -> list[list[ops.Op]]:
@@ -69,19 +60,6 @@ def appends(node: RegionNode) -> list[list[ops.Op]]:
 def _op(record: ops.Op | ops.LocalOp) -> ops.Op:
     assert isinstance(record, ops.Op)
     return record
-
-
-def run(node: RegionNode, coro: Coroutine[Any, Any, T]) -> T:
-    return LOOPS[id(node)].run_until_complete(coro)
-
-
-async def answer(node: RegionNode, session: Session, args: list[bytes]) -> Reply:
-    """The reply the client gets: a held reply once its write batch committed."""
-    reply = await node.handle(session, args)
-    if isinstance(reply, Held):
-        failure = await reply.until
-        return reply.reply if failure is None else failure
-    return reply
 
 
 class Client:

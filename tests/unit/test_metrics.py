@@ -17,12 +17,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from streams.config.topology import RegionConfig, Topology
 from streams.crdt import ops
+from streams.errors import CommandError
 from streams.node import metrics
-from streams.node.kafka.materializer import Decoded
 from streams.node.node import NodeOptions, RegionNode
 from streams.node.runtime.memory import MemoryLog
+from streams.node.runtime.oplog import Decoded
 from streams.ops.codec import decode
-from streams.resp.server import Held, Session
+from streams.resp.server import Session, final
 
 TOPOLOGY = Topology(
     regions=(
@@ -74,8 +75,7 @@ class Client:
     def call(self, *args: str) -> None:
         async def answer() -> None:
             reply = await self.node.handle(self.session, [a.encode() for a in args])
-            if isinstance(reply, Held):
-                assert await reply.until is None
+            assert not isinstance(await final(reply), CommandError)
 
         run(self.node, answer())
 

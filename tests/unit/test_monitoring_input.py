@@ -15,7 +15,7 @@ from streams.node.node import NodeOptions, RegionNode
 from streams.node.runtime.memory import MemoryLog
 from streams.reply import Reply
 from streams.resp.encode import encode
-from streams.resp.server import Held, Session
+from streams.resp.server import Session, final
 
 TOPOLOGY = Topology(regions=(RegionConfig("r1", 1, "127.0.0.1:1", 7001),), mirror_naming="identity")
 LOOP = asyncio.new_event_loop()
@@ -26,11 +26,7 @@ SESSION = Session(1)
 
 def call(*args: bytes) -> Reply:
     async def answer() -> Reply:
-        reply = await NODE.handle(SESSION, list(args))
-        if isinstance(reply, Held):
-            failure = await reply.until
-            return reply.reply if failure is None else failure
-        return reply
+        return await final(await NODE.handle(SESSION, list(args)))
 
     return LOOP.run_until_complete(answer())
 

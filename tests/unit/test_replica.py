@@ -9,7 +9,7 @@ import asyncio
 from streams.crdt import ops
 from streams.crdt.region import Region
 from streams.ids import MIN_ID, IdMode
-from streams.node.kafka.materializer import Decoded
+from streams.node.runtime.oplog import Decoded
 from streams.node.runtime.replica import Replica
 from streams.node.runtime.waiters import Waiters
 

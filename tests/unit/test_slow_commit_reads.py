@@ -8,23 +8,15 @@ from __future__ import annotations
 
 import asyncio
 
+from memory_node import answer
+
 from streams.config.topology import RegionConfig, Topology
 from streams.node.node import NodeOptions, RegionNode
 from streams.node.runtime.memory import MemoryLog
-from streams.reply import Map, Reply
-from streams.resp.server import Held, Instead, Session
+from streams.reply import Map
+from streams.resp.server import Session
 
 TOPOLOGY = Topology(regions=(RegionConfig("r1", 1, "127.0.0.1:1", 7001),))
-
-
-async def _answer(node: RegionNode, session: Session, args: list[bytes]) -> Reply:
-    reply = await node.handle(session, args)
-    if isinstance(reply, Held):
-        instead = await reply.until
-        if isinstance(instead, Instead):
-            return instead.reply
-        return reply.reply if instead is None else instead
-    return reply
 
 
 def test_a_slow_batch_holds_writes_but_not_other_clients_reads() -> None:
@@ -35,26 +27,26 @@ def test_a_slow_batch_holds_writes_but_not_other_clients_reads() -> None:
     writer, reader, blocked = Session(1), Session(2), Session(3)
 
     async def scenario() -> None:
-        await _answer(node, writer, [b"XADD", b"s", b"*", b"f", b"1"])
+        await answer(node, writer, [b"XADD", b"s", b"*", b"f", b"1"])
         waiting = asyncio.ensure_future(
-            _answer(node, blocked, [b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"$"])
+            answer(node, blocked, [b"XREAD", b"BLOCK", b"0", b"STREAMS", b"s", b"$"])
         )
         await asyncio.sleep(0.05)
         gate = log.writers[0].gate = asyncio.Event()
-        write = asyncio.ensure_future(_answer(node, writer, [b"XADD", b"s", b"*", b"f", b"2"]))
+        write = asyncio.ensure_future(answer(node, writer, [b"XADD", b"s", b"*", b"f", b"2"]))
         await asyncio.sleep(0)
-        own_read = asyncio.ensure_future(_answer(node, writer, [b"XLEN", b"s"]))
+        own_read = asyncio.ensure_future(answer(node, writer, [b"XLEN", b"s"]))
         # Answered while the batch is pending (else this waits for the gate: a timeout), with
         # what the log holds: one entry.
-        assert await asyncio.wait_for(_answer(node, reader, [b"XLEN", b"s"]), 5) == 1
-        entries = await asyncio.wait_for(_answer(node, reader, [b"XRANGE", b"s", b"-", b"+"]), 5)
+        assert await asyncio.wait_for(answer(node, reader, [b"XLEN", b"s"]), 5) == 1
+        entries = await asyncio.wait_for(answer(node, reader, [b"XRANGE", b"s", b"-", b"+"]), 5)
         assert isinstance(entries, list) and len(entries) == 1
         await asyncio.sleep(0.2)
         assert not write.done() and not own_read.done() and not waiting.done()
         gate.set()
         added = await write
         assert await own_read == 2
-        assert await _answer(node, reader, [b"XLEN", b"s"]) == 2
+        assert await answer(node, reader, [b"XLEN", b"s"]) == 2
         woken = await asyncio.wait_for(waiting, 5)
         assert isinstance(woken, Map), woken
         assert [(key, [e[0] for e in got]) for key, got in woken.pairs] == [(b"s", [added])]

@@ -11,6 +11,7 @@ import time
 
 import pytest
 import redis
+from memory_node import answer
 
 from streams.config.topology import RegionConfig, Topology
 from streams.crdt import ops
@@ -19,7 +20,7 @@ from streams.node.node import NodeOptions, RegionNode
 from streams.node.runtime.memory import MemoryLog
 from streams.ops.codec import decode
 from streams.reply import Reply
-from streams.resp.server import Held, Session
+from streams.resp.server import Session
 from topology.ports import free_port
 
 TOPOLOGY = Topology(regions=(RegionConfig("r1", 1, "127.0.0.1:1", 7001),))
@@ -31,14 +32,6 @@ def _node(loop: asyncio.AbstractEventLoop, limit: int) -> tuple[RegionNode, Memo
     node = RegionNode(NodeOptions(TOPOLOGY, "r1", clock=lambda: 1.0), log=log)
     loop.run_until_complete(node.start(serve_resp=False))
     return node, log
-
-
-async def _answer(node: RegionNode, session: Session, args: list[bytes]) -> Reply:
-    reply = await node.handle(session, args)
-    if isinstance(reply, Held):
-        failure = await reply.until
-        return reply.reply if failure is None else failure
-    return reply
 
 
 def _keys_appended(log: MemoryLog) -> list[list[bytes]]:
@@ -68,16 +61,16 @@ def test_the_oversized_write_alone_is_refused_and_the_others_commit_in_the_same_
     async def moment() -> list[Reply]:
         return list(
             await asyncio.gather(
-                _answer(node, a, [b"XADD", b"s", b"*", b"f", b"1"]),
-                _answer(node, big, [b"XADD", b"s", b"*", b"f", b"x" * 30_000]),
-                _answer(node, c, [b"XADD", b"s", b"*", b"f", b"2"]),
+                answer(node, a, [b"XADD", b"s", b"*", b"f", b"1"]),
+                answer(node, big, [b"XADD", b"s", b"*", b"f", b"x" * 30_000]),
+                answer(node, c, [b"XADD", b"s", b"*", b"f", b"2"]),
             )
         )
 
     first, refused, third = loop.run_until_complete(moment())
     control, _log = _node(loop, limit=20_000)  # the same two writes without the big one
     expected = [
-        loop.run_until_complete(_answer(control, Session(9), [b"XADD", b"s", b"*", b"f", v]))
+        loop.run_until_complete(answer(control, Session(9), [b"XADD", b"s", b"*", b"f", v]))
         for v in (b"1", b"2")
     ]
     assert [first, third] == expected  # the refused write took no ID
@@ -85,7 +78,7 @@ def test_the_oversized_write_alone_is_refused_and_the_others_commit_in_the_same_
     assert text.startswith("ERR the write is too large for the op log, nothing was applied")
     assert "at most 20000 (max.message.bytes)" in text
     assert _keys_appended(log) == [[b"s", b"s"]]  # one batch, without it
-    assert loop.run_until_complete(_answer(node, big, [b"XLEN", b"s"])) == 2
+    assert loop.run_until_complete(answer(node, big, [b"XLEN", b"s"])) == 2
     loop.close()
 
 
@@ -95,11 +88,11 @@ def test_a_value_under_the_limit_whose_record_is_over_it_is_refused_once_encoded
     node, log = _node(loop, limit=20_000)
     session = Session(1)
     reply = loop.run_until_complete(
-        _answer(node, session, [b"XADD", b"s", b"*", b"f", b"x" * 19_990])
+        answer(node, session, [b"XADD", b"s", b"*", b"f", b"x" * 19_990])
     )
     assert "too large for the op log" in _refused(reply)
     fits = loop.run_until_complete(
-        _answer(node, session, [b"XADD", b"s", b"*", b"f", b"x" * 19_000])
+        answer(node, session, [b"XADD", b"s", b"*", b"f", b"x" * 19_000])
     )
     assert fits == b"1000-1"
     assert _keys_appended(log) == [[b"s"]]
@@ -113,7 +106,7 @@ def test_a_70mb_value_is_refused_against_the_default_limit_before_it_is_encoded(
     node, log = _node(loop, limit=MAX_RECORD_BYTES)
     huge = b"v" * (70 * 1024 * 1024)
     started = time.perf_counter()
-    reply = loop.run_until_complete(_answer(node, Session(1), [b"XADD", b"h", b"*", b"f", huge]))
+    reply = loop.run_until_complete(answer(node, Session(1), [b"XADD", b"h", b"*", b"f", huge]))
     print(f"70 MB XADD refused in {(time.perf_counter() - started) * 1000:.1f} ms")
     text = _refused(reply)
     assert f"at least {70 * 1024 * 1024 + 2}" in text and str(MAX_RECORD_BYTES) in text

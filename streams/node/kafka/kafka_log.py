@@ -25,9 +25,9 @@ from streams.kafka.topics import (
     writers_topic,
 )
 from streams.node.kafka import snapshots
-from streams.node.kafka.materializer import Materializer, RecordAt
+from streams.node.kafka.materializer import Materializer
 from streams.node.kafka.writer import RegionWriter
-from streams.node.runtime.oplog import ReaderSpec, Snapshot
+from streams.node.runtime.oplog import ReaderSpec, RecordAt, Snapshot
 
 log = logging.getLogger(__name__)
 

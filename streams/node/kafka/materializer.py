@@ -36,7 +36,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from confluent_kafka import KafkaException, Message
 
@@ -45,6 +45,7 @@ from streams.kafka.gate import ForgedRecord, RecordGate, UntrustedRecord
 from streams.kafka.paced import PacedConsumer
 from streams.kafka.reading import Pacing, Partition
 from streams.kafka.topics import is_oplog_topic
+from streams.node.runtime.oplog import Batch, CorruptRecord, Decoded, RecordAt
 from streams.ops.codec import DecodeError
 from streams.ops.pack import decode_each
 
@@ -55,43 +56,6 @@ TOPIC_RETRY_S = 1.0
 PROGRESS_EVERY_S = 5.0
 POLL_S = 0.05
 MAX_BATCH = 10_000
-
-
-class Decoded(NamedTuple):
-    """One op read, with where its record was (a pack's ops share the place). A NamedTuple, not
-    a frozen dataclass: one is made per op replayed, and a frozen dataclass's constructor sets
-    each field through object.__setattr__."""
-
-    topic: str
-    partition: int
-    offset: int
-    record: ops.Op | ops.LocalOp
-
-
-class CorruptRecord(RuntimeError):
-    def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
-        super().__init__(
-            f"cannot decode the record at topic {topic} partition {partition} offset {offset}: "
-            f"{reason}; the materializer stopped (nothing was skipped; if this record carries "
-            f"no op, restart the node with --skip-record {topic}:{partition}:{offset})"
-        )
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
-
-
-Batch = list[Decoded]
-
-RecordAt = tuple[str, int, int]
-"""(topic, partition, offset) of one record."""
-
-
-def parse_record_at(text: str) -> RecordAt:
-    """'r2.oplog:0:1234' -> ('r2.oplog', 0, 1234); ValueError with the expected form."""
-    parts = text.rsplit(":", 2)
-    if len(parts) != 3 or not parts[0] or not parts[1].isdigit() or not parts[2].isdigit():
-        raise ValueError(f"expected TOPIC:PARTITION:OFFSET (e.g. r2.oplog:0:1234), got {text!r}")
-    return parts[0], int(parts[1]), int(parts[2])
 
 
 class Materializer:

@@ -31,8 +31,6 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
-import os
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +39,7 @@ from confluent_kafka.admin import AdminClient
 
 from streams.crdt.region import Region
 from streams.kafka.reading import EndNotReached, ReadToEnd, consumer_config
-from streams.snapshot import Positions, SnapshotError, read_snapshot, write_snapshot
+from streams.snapshot import Positions, SnapshotError, read_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -55,31 +53,6 @@ H_ID, H_CHUNK, H_CHUNKS, H_SHA = (
     "snapshot.chunks",
     "snapshot.sha256",
 )
-
-
-def fork_write(
-    region: Region, positions: Positions, region_name: str, meta: dict[str, str]
-) -> tuple[int, str]:
-    """Fork a child that writes the snapshot file; returns (child pid, file path). The caller must
-    reap the child (`wait_child`)."""
-    fd, path = tempfile.mkstemp(prefix=f"streams-{region_name}-", suffix=".snapshot")
-    os.close(fd)
-    pid = os.fork()
-    if pid == 0:  # the child: pure Python on its copy of the state, then leave without cleanup
-        status = 1
-        try:
-            with open(path, "wb") as out:
-                write_snapshot(region, positions, out, region_name=region_name, meta=meta)
-            status = 0
-        finally:
-            os._exit(status)
-    return pid, path
-
-
-def wait_child(pid: int) -> bool:
-    """Block until the child exits; True if it wrote its file."""
-    _pid, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) == 0
 
 
 def publish(

@@ -38,18 +38,11 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from streams.kafka import sizes
 from streams.kafka.gate import signed
 from streams.node.kafka.settle import SettleError, settle
+from streams.node.runtime.oplog import WriterError, WriterFenced
 from streams.ops.codec import Sealed
 from streams.ops.pack import PACK_BYTES, pack_sealed, packed
 
 log = logging.getLogger(__name__)
-
-
-class WriterError(RuntimeError):
-    """An append did not commit; the node refuses writes until it has re-read its log."""
-
-
-class WriterFenced(WriterError):
-    """Another writer took over this region; this one must never write again."""
 
 
 MAX_RECORD_BYTES = int(os.environ.get("STREAMS_MAX_RECORD_BYTES", sizes.MAX_RECORD_BYTES))

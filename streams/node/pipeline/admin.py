@@ -25,7 +25,7 @@ from streams.node.pipeline.clients import Client
 from streams.node.pipeline.peers import Peers
 from streams.node.pipeline.report import Report
 from streams.node.runtime.clock import NodeClock
-from streams.node.runtime.shard import LOADING
+from streams.node.runtime.refusals import LOADING
 from streams.node.runtime.shards import ShardSet
 from streams.reply import OK, Map, Reply
 

@@ -17,75 +17,32 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from time import perf_counter_ns
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 from streams import errors
-from streams.commands.base import BlockRequest, Command
+from streams.commands.base import Command
 from streams.commands.catalogue import unsupported
 from streams.commands.slices import SLICING, SlicedRange
 from streams.errors import CommandError
 from streams.node.pipeline import auth, router, transactions
 from streams.node.pipeline.clients import Client, Clients, Queued
+from streams.node.pipeline.replies import ReplyPolicy
 from streams.node.pipeline.stats import EXECUTED, QUEUED, REJECTED, UNKNOWN, Stats
+from streams.node.runtime.backend import Backend, Ran
 from streams.reply import NULL_ARRAY, Reply
 from streams.resp.request import Dropped
-from streams.resp.server import Held, Instead, Session, Until
+from streams.resp.server import Held, Session
 
 log = logging.getLogger(__name__)
 
-SLOW_READ_S = 0.025
-"""A read waiting this long for a write batch runs again on the state the log holds
-(`Backend.committed`): the batch is slow, the broker may be away."""
-REFUSED_RETRY_S = 0.1
-"""How often a blocked XREADGROUP that could not deliver looks whether writes are taken again."""
-WRITES_REFUSED = "ERR writes refused"
-"""How a shard's refusal of every write starts (`streams.node.runtime.shard`)."""
-READ_AGAIN_LIMIT = 5
-"""How often a read runs again when the batches it waited for keep failing (after a failure the
-shard refuses writes up front until it recovered, so a second failure is rare)."""
-
 Builtin = Callable[[Client, list[bytes]], Awaitable[Reply]]
 
-Answer = tuple[Reply, frozenset[int] | None, Command | None, int]
-"""What `_handle` gives back: the reply, the shards it read or wrote (None: any), the command
-(None: no such command here) and what became of the request (`streams.node.pipeline.stats`)."""
-
-
-class Ran(NamedTuple):
-    """A stream command's reply, whether it asks to block, and the shards it read or wrote (None:
-    possibly all of them)."""
-
-    reply: Reply
-    block: BlockRequest | None = None
-    shards: frozenset[int] | None = None
-
-
-class Backend(Protocol):
-    """What the pipeline needs of whatever holds the state."""
-
-    async def paused(self) -> None:
-        """Return once commands may run (a snapshot may be forking)."""
-        ...
-
-    def execute(self, cmd: Command, args: list[bytes]) -> Ran: ...
-
-    def committed(self, cmd: Command, args: list[bytes]) -> Ran | None:
-        """A read run on the state the log holds, answered without waiting, when that differs
-        from the live state because a write batch is slow to commit; None otherwise (then
-        `execute`)."""
-        ...
-
-    def hold(self, reply: Reply, shards: frozenset[int] | None) -> Reply | Held:
-        """`reply`, held until the write batches of `shards` pending now are committed."""
-        ...
-
-    async def wait(
-        self, keys: Iterable[bytes], timeout: float, lost: asyncio.Future[None] | None
-    ) -> None:
-        """Wait until one of `keys` changes, `timeout` seconds pass or `lost` resolves."""
-        ...
+Answer = tuple[Reply, Ran | None, Command | None, int]
+"""What `_handle` gives back: the reply, how the stream command ran (None: it did not run on
+the shards), the command (None: no such command here) and what became of the request
+(`streams.node.pipeline.stats`)."""
 
 
 class Routing(Protocol):
@@ -126,172 +83,27 @@ class Dispatcher:
         self.stats = stats if stats is not None else Stats()
         self.builtins: dict[str, Builtin] = {}
         """The handlers of `router.BUILTINS`, bound by the owner (`bind`)."""
-        self._rereads: set[asyncio.Task[None]] = set()
-        """Reads running again after the batch they waited for failed or was slow."""
+        self.replies = ReplyPolicy(backend, self.run)
 
     def bind(self, handlers: dict[str, Builtin]) -> None:
         self.builtins = router.bind(handlers)
 
     async def handle(self, session: Session, args: list[bytes]) -> Reply | Held:
         """The RESP entry point: one request of one connection, answered in order. Every request
-        is counted here, once, when it answered (`streams.node.pipeline.stats`)."""
+        is counted here, once, when it answered (`streams.node.pipeline.stats`); when its reply
+        may go out is the reply policy's decision (`streams.node.pipeline.replies`)."""
         client = self.clients.find(session) or self._register(session)
         await self.backend.paused()
         started = perf_counter_ns()
-        reply, shards, cmd, what = await self._handle(client, args)
-        ran = perf_counter_ns() - started
+        reply, ran, cmd, what = await self._handle(client, args)
+        took = perf_counter_ns() - started
         if client.blocked_ns:  # a blocked command counts the time it ran, not the wait
-            ran -= client.blocked_ns
+            took -= client.blocked_ns
             client.blocked_ns = 0
-        self.stats.record(client, cmd, what, args, reply, ran)
-        held = self.backend.hold(reply, shards)
-        if what == EXECUTED and shards is not None and cmd is not None:
-            block_ms = _group_read_block(cmd, args)
-            if block_ms is not None and (
-                isinstance(held, Held) or str(reply).startswith(WRITES_REFUSED)
-            ):
-                until = held.until if isinstance(held, Held) else None
-                return Held(reply, self._group_read_again_if_needed(until, cmd, args, client))
-            if isinstance(held, Held) and "readonly" in cmd.flags:
-                return Held(reply, self._read_again_if_needed(held.until, cmd, args, client))
-            if isinstance(held, Held):
-                self._note_own_write(client, held.until)
-        return held
-
-    def _group_read_again_if_needed(
-        self, until: Until | None, cmd: Command, args: list[bytes], client: Client
-    ) -> asyncio.Future[Instead | None]:
-        """A blocking XREADGROUP that found entries but could not deliver them (its batch failed,
-        or the shard refuses writes until it has recovered: `until` None) keeps waiting, as a
-        client blocked in it expects, and is answered by what it delivers once writes are taken
-        again. Running it again is safe: a delivery whose batch failed either landed (the entries
-        are then in the consumer's PEL, past the group's cursor) or did not."""
-        loop = asyncio.get_running_loop()
-        out: asyncio.Future[Instead | None] = loop.create_future()
-
-        def again() -> None:
-            task = loop.create_task(self._group_read_again(out, cmd, args, client))
-            self._rereads.add(task)
-            task.add_done_callback(self._rereads.discard)
-
-        def done(outcome: Until) -> None:
-            if out.done():
-                return
-            if outcome.cancelled():
-                out.cancel()
-            elif outcome.result() is None:
-                out.set_result(None)
-            else:
-                again()
-
-        if until is None:
-            again()
-        else:
-            until.add_done_callback(done)
-        return out
-
-    async def _group_read_again(
-        self, out: asyncio.Future[Instead | None], cmd: Command, args: list[bytes], client: Client
-    ) -> None:
-        reply: Reply = NULL_ARRAY
-        lost = client.session.lost
-        try:
-            while lost is None or not lost.done():
-                answer, shards = await self._run(cmd, args, client)
-                if str(answer).startswith(WRITES_REFUSED):
-                    await asyncio.sleep(REFUSED_RETRY_S)  # until the shard takes writes again
-                    continue
-                held = self.backend.hold(answer, shards)
-                if not isinstance(held, Held) or await asyncio.shield(held.until) is None:
-                    reply = answer
-                    break
-        except Exception:
-            log.exception("running %r again after its delivery failed", args[:1])
-            reply = CommandError("ERR internal error, see the node's log")
-        finally:
-            if not out.done():
-                out.set_result(Instead(reply))
-
-    def _note_own_write(self, client: Client, until: Until) -> None:
-        """The client's newest write waiting for its batch: its later reads must see it, so they
-        wait for the batch rather than be answered from the state without it. Kept on the client
-        and read with `_pending_own_write` (no callback per write to forget it)."""
-        client.own_write = until
-
-    def _read_again_if_needed(
-        self, until: Until, cmd: Command, args: list[bytes], client: Client
-    ) -> asyncio.Future[Instead | None]:
-        """A read's reply waits for the write batches it may have seen (`until`). If one failed,
-        the ops it may have seen were undone (`streams.node.runtime.undo`): the read runs again on
-        that state and its new reply is sent instead; a read never answers with a write's error. If
-        the batch is slow (SLOW_READ_S: the broker stalls), the read runs again on the state the
-        log holds and is answered at once (`Backend.committed`), unless the client's own write
-        is among those pending (it must see it)."""
-        loop = asyncio.get_running_loop()
-        out: asyncio.Future[Instead | None] = loop.create_future()
-        running: list[asyncio.Task[None]] = []
-
-        def again() -> None:
-            if running or out.done():
-                return
-            task = loop.create_task(self._read_again(out, cmd, args, client))
-            running.append(task)
-            self._rereads.add(task)
-            task.add_done_callback(self._rereads.discard)
-
-        own = _pending_own_write(client)
-        timer = None if own is not None else loop.call_later(SLOW_READ_S, again)
-
-        def done(outcome: Until) -> None:
-            if timer is not None:
-                timer.cancel()
-            if out.done():
-                return
-            if outcome.cancelled():
-                out.cancel()
-            elif outcome.result() is None:
-                out.set_result(None)  # the reply computed first shows only committed ops now
-                for task in running:
-                    task.cancel()
-            else:
-                again()
-
-        until.add_done_callback(done)
-        return out
-
-    async def _read_again(
-        self, out: asyncio.Future[Instead | None], cmd: Command, args: list[bytes], client: Client
-    ) -> None:
-        reply: Reply = CommandError(
-            f"ERR the write batches this read saw failed {READ_AGAIN_LIMIT} times in a row; "
-            "nothing was read, try again"
-        )
-        failures = 0
-        try:
-            while failures < READ_AGAIN_LIMIT:
-                ran = self.backend.committed(cmd, args)
-                if ran is not None and ran.block is None:
-                    reply = ran.reply
-                    break
-                answer, shards = await self._run(cmd, args, client)
-                held = self.backend.hold(answer, shards)
-                if not isinstance(held, Held):
-                    reply = answer
-                    break
-                try:
-                    failed = await asyncio.wait_for(asyncio.shield(held.until), SLOW_READ_S)
-                except TimeoutError:
-                    continue
-                if failed is None:
-                    reply = answer
-                    break
-                failures += 1
-        except Exception:
-            reply = CommandError("ERR internal error, see the node's log")
-            log.exception("running %r again after a failed write batch failed", args[:1])
-        finally:
-            if not out.done():
-                out.set_result(Instead(reply))
+        self.stats.record(client, cmd, what, args, reply, took)
+        if ran is not None and cmd is not None and ran.shards is not None:
+            return self.replies.release(client, cmd, args, ran)
+        return self.replies.hold(reply, None if ran is None else ran.shards)
 
     def _register(self, session: Session) -> Client:
         client = self.clients.add(session)
@@ -340,12 +152,10 @@ class Dispatcher:
             return tx.queue(found, args), None, found, QUEUED
         if builtin is not None:
             return await self.builtins[builtin](client, args), None, found, EXECUTED
-        if "readonly" in found.flags and _pending_own_write(client) is None:
-            ran = self.backend.committed(found, args)  # a batch is slow: what the log holds
-            if ran is not None and ran.block is None:
-                return ran.reply, ran.shards, found, EXECUTED
-        reply, shards = await self._run(found, args, client)
-        return reply, shards, found, EXECUTED
+        ran = self.replies.answer_now(client, found, args)  # a batch is slow: the log's state
+        if ran is None:
+            ran = await self.run(found, args, client)
+        return ran.reply, ran, found, EXECUTED
 
     def _redirect(
         self, client: Client, cmd: Command, builtin: str | None, args: list[bytes]
@@ -365,9 +175,7 @@ class Dispatcher:
             tx.dirty = True
         return moved
 
-    async def _run(
-        self, cmd: Command, args: list[bytes], client: Client | None = None
-    ) -> tuple[Reply, frozenset[int] | None]:
+    async def run(self, cmd: Command, args: list[bytes], client: Client | None = None) -> Ran:
         """A stream command: executed at once; a blocking read that found nothing waits for a
         change of its keys and runs again.
 
@@ -378,10 +186,13 @@ class Dispatcher:
         command is not run again (an XREADGROUP must not deliver entries to a client that is
         gone). The time spent waiting is added to `client.blocked_ns`, which the counting
         leaves out. A long range read comes back as a `SlicedRange`, frozen when it ran and
-        produced here a slice per turn of the event loop (`streams.commands.slices`).
+        produced here a slice per turn of the event loop (`streams.commands.slices`). What it
+        returns carries the BLOCK of a read that blocked (`Ran.block_ms`), whatever its last run
+        found.
         """
         lost = None if client is None else client.session.lost
         deadline: float | None = None
+        block_ms: int | None = None
         while True:
             slicing = SLICING.set(True)
             try:
@@ -392,10 +203,13 @@ class Dispatcher:
                 sliced = ran.reply
                 while not sliced.step():
                     await asyncio.sleep(0)
-                return sliced.result(), ran.shards
+                return Ran(sliced.result(), None, ran.shards, ran.block_ms)
             block = ran.block
             if block is None or (ran.reply is not NULL_ARRAY and ran.reply is not None):
-                return ran.reply, ran.shards
+                if block_ms is not None and ran.block_ms is None:
+                    return Ran(ran.reply, None, ran.shards, block_ms)
+                return ran
+            block_ms = block.timeout_ms
             if deadline is None:
                 deadline = (
                     float("inf")
@@ -404,13 +218,13 @@ class Dispatcher:
                 )
             remaining = deadline - time.monotonic()
             if remaining <= 0 or (lost is not None and lost.done()):
-                return NULL_ARRAY, ran.shards
+                return Ran(NULL_ARRAY, None, ran.shards, block_ms)
             waiting = perf_counter_ns()
             await self.backend.wait(block.keys, remaining, lost)
             if client is not None:
                 client.blocked_ns += perf_counter_ns() - waiting
             if lost is not None and lost.done():
-                return NULL_ARRAY, ran.shards
+                return Ran(NULL_ARRAY, None, ran.shards, block_ms)
             args = list(block.args)  # run again (a shard reloading now answers LOADING)
             cmd = block.rerun or cmd
 
@@ -446,12 +260,6 @@ class Dispatcher:
             return CommandError("ERR internal error, see the node's log")
 
 
-def _pending_own_write(client: Client) -> Until | None:
-    """The client's newest write, while its batch is not committed (`_note_own_write`)."""
-    own = client.own_write
-    return None if own is None or own.done() else own
-
-
 def _dropped_error(request: Dropped) -> CommandError:
     """The refusal of a request the parser dropped an argument of: the phrase of the op-log size
     refusal (`shards.ShardSet`), since no longer value could be logged."""
@@ -460,19 +268,3 @@ def _dropped_error(request: Dropped) -> CommandError:
         f" {request.longest} bytes, the log takes at most {request.kept} (max.message.bytes);"
         f" the argument was not kept"
     )
-
-
-def _group_read_block(cmd: Command, args: list[bytes]) -> int | None:
-    """BLOCK's milliseconds of an XREADGROUP (None: not one, or not blocking)."""
-    if cmd.name != "xreadgroup":
-        return None
-    for i, arg in enumerate(args[:-1]):
-        word = arg.lower()
-        if word == b"streams":
-            return None
-        if word == b"block":
-            try:
-                return int(args[i + 1])
-            except ValueError:
-                return None
-    return None

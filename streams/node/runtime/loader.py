@@ -22,8 +22,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from streams.node.kafka.materializer import Batch
-from streams.node.runtime.oplog import Reader, ReaderSpec, Snapshot, SnapshotStore
+from streams.node.runtime.oplog import Batch, Reader, ReaderSpec, Snapshot, SnapshotStore
 from streams.node.runtime.replica import Replica
 from streams.snapshot import read_snapshot
 

@@ -13,8 +13,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from streams.kafka.sizes import MAX_RECORD_BYTES
-from streams.node.kafka.writer import WriterError
-from streams.node.runtime.oplog import ReaderSpec, Snapshot
+from streams.node.runtime.oplog import ReaderSpec, Snapshot, WriterError
 from streams.ops.codec import Sealed
 
 

@@ -10,12 +10,62 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
+from streams.crdt import ops
 from streams.crdt.region import Region
-from streams.node.kafka.materializer import Batch
 from streams.ops.codec import Sealed
 from streams.snapshot import Positions
+
+# --- the records the port carries, and its errors ------------------------------------------
+
+
+class Decoded(NamedTuple):
+    """One op read, with where its record was (a pack's ops share the place). A NamedTuple, not
+    a frozen dataclass: one is made per op replayed, and a frozen dataclass's constructor sets
+    each field through object.__setattr__."""
+
+    topic: str
+    partition: int
+    offset: int
+    record: ops.Op | ops.LocalOp
+
+
+class CorruptRecord(RuntimeError):
+    def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
+        super().__init__(
+            f"cannot decode the record at topic {topic} partition {partition} offset {offset}: "
+            f"{reason}; the materializer stopped (nothing was skipped; if this record carries "
+            f"no op, restart the node with --skip-record {topic}:{partition}:{offset})"
+        )
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+
+Batch = list[Decoded]
+
+RecordAt = tuple[str, int, int]
+"""(topic, partition, offset) of one record."""
+
+
+def parse_record_at(text: str) -> RecordAt:
+    """'r2.oplog:0:1234' -> ('r2.oplog', 0, 1234); ValueError with the expected form."""
+    parts = text.rsplit(":", 2)
+    if len(parts) != 3 or not parts[0] or not parts[1].isdigit() or not parts[2].isdigit():
+        raise ValueError(f"expected TOPIC:PARTITION:OFFSET (e.g. r2.oplog:0:1234), got {text!r}")
+    return parts[0], int(parts[1]), int(parts[2])
+
+
+class WriterError(RuntimeError):
+    """An append did not commit; the node refuses writes until it has re-read its log."""
+
+
+class WriterFenced(WriterError):
+    """Another writer took over this region; this one must never write again."""
+
+
+# --- the parts ---------------------------------------------------------------------------------
 
 
 class Writer(Protocol):

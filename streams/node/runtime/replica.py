@@ -25,7 +25,7 @@ from streams.crdt import ops
 from streams.crdt.fold import Applied, Fold, Partition
 from streams.crdt.region import Region
 from streams.ids import IdMode
-from streams.node.kafka.materializer import Decoded
+from streams.node.runtime.oplog import Decoded
 from streams.node.runtime.undo import Journal, undo_all
 from streams.node.runtime.waiters import Waiters
 from streams.ops.codec import Sealed, seal

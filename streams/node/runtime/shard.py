@@ -27,28 +27,26 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from streams import errors
 from streams.crdt import ops
-from streams.errors import CommandError
 from streams.ids import IdMode
-from streams.node.kafka.writer import WriterError, WriterFenced
+from streams.node.runtime import refusals
+from streams.node.runtime.backend import Outcome
 from streams.node.runtime.clock import NodeClock
 from streams.node.runtime.loader import DEFAULT_CATCH_UP_TIMEOUT_S, Loader
-from streams.node.runtime.oplog import OpLog
+from streams.node.runtime.oplog import OpLog, WriterError, WriterFenced
+from streams.node.runtime.refusals import LOADING, Refusal
 from streams.node.runtime.replica import Issued, Replica
 from streams.node.runtime.snapshotter import Pause, SnapshotPolicy, Snapshotter
 from streams.node.runtime.tasks import Tasks
 from streams.node.runtime.undo import CommittedView, Journal
 from streams.node.runtime.waiters import Waiters
-from streams.node.runtime.writepath import DEFAULT_WRITE_TIMEOUT_S, Outcome, WriteBatch, WritePath
+from streams.node.runtime.writepath import DEFAULT_WRITE_TIMEOUT_S, WriteBatch, WritePath
 
 log = logging.getLogger(__name__)
 
 TOMBSTONE_GC_S = 5.0
 """How often DEL / XGROUP DESTROY tombstones that every region has applied are dropped."""
 STOP_TIMEOUT_S = 15.0
-
-LOADING = CommandError(errors.LOADING)
 
 SLOW_COMMIT_S = 0.025
 """A batch in flight longer than this is slow (the broker stalls): reads are then answered from
@@ -152,21 +150,21 @@ class Shard:
     def loading(self) -> str | None:
         return self.loader.loading
 
-    def read_refusal(self) -> CommandError | None:
+    def read_refusal(self) -> Refusal | None:
         return LOADING if self.loader.loading is not None else None
 
-    def write_refusal(self) -> CommandError | None:
+    def write_refusal(self) -> Refusal | None:
         if self.writer.fenced:
-            return CommandError(f"ERR {self.write_fault or 'this region writer was fenced'}")
+            return refusals.fenced(self.write_fault)
         if self.loader.loading is not None:
             return LOADING
         if self.write_fault is not None:
-            return CommandError(f"ERR writes refused, nothing was applied: {self.write_fault}")
+            return refusals.writes_refused(self.write_fault)
         if self.loader.fatal is not None:
-            return CommandError(f"ERR writes refused: {self.loader.fatal}")
+            return refusals.reader_stopped(self.loader.fatal)
         return None
 
-    def local_refusal(self) -> CommandError | None:
+    def local_refusal(self) -> Refusal | None:
         """Whether a command with only local ops (XREADGROUP, XACK, XCLAIM...) is refused: while
         the write path is down or the writer fenced, its batch could only fail."""
         if self.writer.fenced or self.writepath.down is not None:

@@ -26,18 +26,16 @@ from streams.commands.keyspec import command_keys
 from streams.commands.table import run
 from streams.crdt import ops
 from streams.crdt.keyspace import Sharded
-from streams.errors import CommandError
 from streams.kafka.sizes import batch_bytes
-from streams.node.pipeline.dispatch import Ran
+from streams.node.runtime import refusals
+from streams.node.runtime.backend import Outcome, Ran
 from streams.node.runtime.clock import NodeClock
+from streams.node.runtime.refusals import Refusal
 from streams.node.runtime.replica import Issued
 from streams.node.runtime.shard import Shard
 from streams.node.runtime.snapshotter import Pause
 from streams.node.runtime.waiters import Waiters
-from streams.node.runtime.writepath import Outcome
 from streams.ops.codec import EncodeError
-from streams.reply import Reply
-from streams.resp.server import Held
 
 LARGE_REQUEST_BYTES = 1024 * 1024
 """A request whose arguments add up to more may carry an op too large for the log: its ops'
@@ -100,7 +98,7 @@ class ShardSet:
             refused = self._issue(effects, ctx.now_ms, large)
             if refused is not None:
                 return Ran(refused, None, involved)
-        return Ran(result.reply, result.block, involved)
+        return Ran(result.reply, result.block, involved, result.block_ms)
 
     def committed(self, cmd: Command, args: list[bytes]) -> Ran | None:
         """A read of one shard run on the state its log holds, when a write batch of that shard
@@ -121,14 +119,16 @@ class ShardSet:
         result = run(cmd, Context(view, region.id, region.mode, self.clock.now_ms()), args)
         if result.effects:
             return None
-        return Ran(result.reply, result.block, frozenset())
+        return Ran(result.reply, result.block, frozenset(), result.block_ms)
 
-    def hold(self, reply: Reply, shards: frozenset[int] | None) -> Reply | Held:
+    def pending(self, shards: frozenset[int] | None) -> Outcome | None:
+        """What a reply that read or wrote `shards` (None: any) must wait for: the newest
+        pending batch of each, as one outcome; None when nothing is pending."""
         chosen = self.shards if shards is None else [self.by_index[i] for i in sorted(shards)]
         pending = [o for o in (s.pending() for s in chosen) if o is not None]
         if not pending:
-            return reply
-        return Held(reply, pending[0] if len(pending) == 1 else _all_of(pending))
+            return None
+        return pending[0] if len(pending) == 1 else _all_of(pending)
 
     async def wait(
         self, keys: Iterable[bytes], timeout: float, lost: asyncio.Future[None] | None
@@ -158,9 +158,7 @@ class ShardSet:
                 total[origin] = total.get(origin, 0) + seq
         return total
 
-    def _issue(
-        self, effects: list[ops.Body], now_ms: int, large: bool = False
-    ) -> CommandError | None:
+    def _issue(self, effects: list[ops.Body], now_ms: int, large: bool = False) -> Refusal | None:
         """Issue a command's ops on their shards, or refuse them all (a shard refusing writes,
         an op that cannot be encoded, a record the log would not take): every shard's part is
         numbered and encoded before any is applied. `large`: the request was big enough that an
@@ -184,11 +182,11 @@ class ShardSet:
                 for body in bodies:
                     floor = _payload_bytes(body)
                     if floor > limit:
-                        return _too_large(f"at least {floor}", limit)
+                        return refusals.too_large(f"at least {floor}", limit)
             try:
                 issued = shard.prepare(bodies, now_ms)
             except EncodeError as exc:
-                return CommandError(f"ERR the write cannot be logged, nothing was applied: {exc}")
+                return refusals.not_encodable(str(exc))
             too_big = _oversized(issued, shard.setup.log.record_limit)
             if too_big is not None:
                 return too_big
@@ -198,7 +196,7 @@ class ShardSet:
         return None
 
 
-def _oversized(issued: Issued, limit: int) -> CommandError | None:
+def _oversized(issued: Issued, limit: int) -> Refusal | None:
     """The refusal of a command one of whose records the log would not take: checked here, per
     command, so the writer never meets a record its broker refuses (which failed the whole batch
     of every client and sent the node into a reload)."""
@@ -209,15 +207,8 @@ def _oversized(issued: Issued, limit: int) -> CommandError | None:
                 continue  # far from the limit (nearly always): not worth a byte count
             size = batch_bytes(sealed.key, sealed.value, sealed.headers)
             if size > limit:
-                return _too_large(str(size), limit)
+                return refusals.too_large(str(size), limit)
     return None
-
-
-def _too_large(size: str, limit: int) -> CommandError:
-    return CommandError(
-        f"ERR the write is too large for the op log, nothing was applied: its record takes"
-        f" {size} bytes, the log takes at most {limit} (max.message.bytes)"
-    )
 
 
 def _payload_bytes(value: object) -> int:

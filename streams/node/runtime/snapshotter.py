@@ -13,16 +13,17 @@ import asyncio
 import contextlib
 import logging
 import os
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from streams.node.kafka import snapshots
+from streams.crdt.region import Region
 from streams.node.runtime.loader import Loader
 from streams.node.runtime.oplog import SnapshotStore, Writer
 from streams.node.runtime.replica import Replica
 from streams.node.runtime.writepath import WritePath
-from streams.snapshot import Positions
+from streams.snapshot import Positions, write_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -163,9 +164,7 @@ class Snapshotter:
                             "snapshot_id": snapshot_id,
                             "shard": str(self.writer.partition),
                         }
-                        pid, path = snapshots.fork_write(
-                            region, self.positions(), self.region_name, meta
-                        )
+                        pid, path = fork_write(region, self.positions(), self.region_name, meta)
                         self._since = (self.writepath.ops, time.monotonic())
                         return pid, path, snapshot_id
                 finally:
@@ -177,7 +176,7 @@ class Snapshotter:
     async def _publish(self, pid: int, path: str, snapshot_id: str) -> str | None:
         loop = asyncio.get_running_loop()
         try:
-            if not await loop.run_in_executor(None, snapshots.wait_child, pid):
+            if not await loop.run_in_executor(None, wait_child, pid):
                 log.error("%s: the snapshot child failed; no snapshot stored", self.name)
                 return None
             with open(path, "rb") as fp:
@@ -196,3 +195,28 @@ class Snapshotter:
             self.last_pause_ms,
         )
         return snapshot_id
+
+
+def fork_write(
+    region: Region, positions: Positions, region_name: str, meta: dict[str, str]
+) -> tuple[int, str]:
+    """Fork a child that writes the snapshot file; returns (child pid, file path). The caller must
+    reap the child (`wait_child`)."""
+    fd, path = tempfile.mkstemp(prefix=f"streams-{region_name}-", suffix=".snapshot")
+    os.close(fd)
+    pid = os.fork()
+    if pid == 0:  # the child: pure Python on its copy of the state, then leave without cleanup
+        status = 1
+        try:
+            with open(path, "wb") as out:
+                write_snapshot(region, positions, out, region_name=region_name, meta=meta)
+            status = 0
+        finally:
+            os._exit(status)
+    return pid, path
+
+
+def wait_child(pid: int) -> bool:
+    """Block until the child exits; True if it wrote its file."""
+    _pid, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0

@@ -42,8 +42,9 @@ from dataclasses import dataclass, field
 
 from streams.crdt import ops
 from streams.errors import CommandError
-from streams.node.kafka.writer import WriterError
-from streams.node.runtime.oplog import Writer
+from streams.node.runtime import refusals
+from streams.node.runtime.backend import Outcome
+from streams.node.runtime.oplog import Writer, WriterError
 from streams.node.runtime.replica import Issued
 from streams.node.runtime.undo import Journal
 from streams.ops.codec import Sealed
@@ -52,9 +53,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_WRITE_TIMEOUT_S = 10.0
 """`--write-timeout`: how long a write may wait for the op log before it is refused."""
-
-Outcome = asyncio.Future[CommandError | None]
-"""Resolves to None once the batch committed, or to the error every held reply gets instead."""
 
 
 @dataclass
@@ -207,12 +205,9 @@ class WritePath:
         """The batch in flight failed: it and the open batch (built on its state) fail, their
         ops are undone, and batches fail at once from now on (`down`) until `up`."""
         if fast:  # never sent: it was certainly not applied
-            error = CommandError(f"ERR writes refused, nothing was applied: {exc}")
+            error = refusals.writes_refused(str(exc))
         else:
-            error = CommandError(
-                f"ERR the op log did not confirm the write ({exc}); it may or may not have been "
-                "applied; writes are refused until the node has re-read its log (reads go on)"
-            )
+            error = refusals.not_confirmed(str(exc))
             self.down = (
                 f"the op log did not confirm a write ({exc}); writes are refused until the node "
                 "has re-read its log (reads go on)"
