@@ -41,7 +41,7 @@ from streams.node.pipeline.auth import AuthConfig
 from streams.node.runtime.memory import MemoryLog
 from streams.node.node import NodeOptions, RegionNode
 from streams.resp.server import Held, Session
-from streams.config.topology import RegionConfig, Topology
+from streams.config import RegionConfig, Topology
 
 port, entries = int(sys.argv[1]), int(sys.argv[2])
 

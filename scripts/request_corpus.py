@@ -24,7 +24,7 @@ import re
 import sys
 from collections.abc import Iterator
 
-from streams.config.topology import RegionConfig, Topology
+from streams.config import RegionConfig, Topology
 from streams.node.node import NodeOptions, RegionNode
 from streams.node.pipeline.auth import AuthConfig
 from streams.node.runtime.memory import MemoryLog

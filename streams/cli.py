@@ -14,18 +14,11 @@ import redis
 
 from streams import exits, importer
 from streams.cluster.layout import slot_runs
-from streams.config.topology import (
-    NodeConfig,
-    RegionConfig,
-    Topology,
-    TopologyError,
-    format_shard_set,
-    load,
-)
+from streams.config import NodeConfig, RegionConfig, Topology, TopologyError, format_shard_set, load
 from streams.ids import IdMode
-from streams.pipeline import cli as sparkcli
+from streams.pipeline import verbs as sparkcli
 from streams.replay import kafka_connect
-from streams.replay.cli import register as register_replay_verbs
+from streams.replay.arguments import register as register_replay_verbs
 from streams.scenarios import Scenario, SyncStep, load_all
 from streams.scenarios.resp_driver import RespDriver
 from streams.scenarios.runner import Outcome, run

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from streams.config.topology import RegionConfig, Topology
+from streams.config import RegionConfig, Topology
 from streams.node.node import NodeOptions, RegionNode
 from streams.node.runtime.memory import MemoryLog
 from streams.reply import Reply

@@ -36,7 +36,7 @@ import redis
 from redis.cluster import ClusterNode, RedisCluster
 
 from streams.cluster.layout import spread
-from streams.config.topology import MAX_SHARDS, NodeConfig, RegionConfig, Topology, dumps
+from streams.config import MAX_SHARDS, NodeConfig, RegionConfig, Topology, dumps
 from topology.broker import EmbeddedBroker
 from topology.mirror import MirrorSet
 from topology.objectstore import DataDirLock, ObjectStore, in_parallel, start_stores

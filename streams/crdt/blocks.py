@@ -59,9 +59,16 @@ def node_limits() -> tuple[int, int]:
     return _limits["bytes"], _limits["entries"]
 
 
-BLOCK_FORMAT = f"marshal-tuple-1/{sys.byteorder}"
+BLOCK_FORMAT = f"marshal-tuple-1/{sys.byteorder}/marshal-{marshal.version}"
 """The payload encoding a snapshot names, so that a build holding blocks otherwise refuses them:
-`_encode`'s tuple layout (version 1), its integer arrays in this machine's byte order."""
+`Payload`'s layout (version 1), its integer arrays in this machine's byte order, written by
+marshal format `marshal.version` (which a Python release may change)."""
+
+READABLE_FORMATS = frozenset(
+    {BLOCK_FORMAT} | ({f"marshal-tuple-1/{sys.byteorder}"} if marshal.version == 4 else set())
+)
+"""Payload encodings this build reads: its own, and the name snapshots had before the marshal
+version was part of it (those were written by marshal version 4, Python 3.11's)."""
 
 
 class BlockError(ValueError):
@@ -70,8 +77,41 @@ class BlockError(ValueError):
 
 # --- block encoding ----------------------------------------------------------------------------
 
-Decoded = tuple[Sequence[StreamID], Sequence[int], Sequence[Fields]]
+Slots = tuple[Sequence[StreamID], Sequence[int], Sequence[Fields]]
 """A block's slots: IDs, dot seqs, fields (deleted slots included; see the block's mask)."""
+
+
+class Payload(NamedTuple):
+    """A closed block's payload: `marshal.dumps` of this tuple, field by field.
+
+        +--------+-----+------+------+-----------+------------+------------+------+------+
+        | master | ms0 | seq0 | dot0 | ms deltas | seq deltas | dot deltas | rows | same |
+        +--------+-----+------+------+-----------+------------+------------+------+------+
+         names    first ID    its    per slot, against the first      per slot  bit i:
+         of the   (ms, seq)   dot    (`_pack_ints`: typecode + array  values or row i is
+         first                seq    bytes, or a tuple of ints)       fields    values only
+
+    As Redis's listpack node (t_stream.c, above streamAppendItem) keeps a master entry and flags
+    an entry whose field names are the master's (SAMEFIELDS) so that it stores values only, a
+    row whose names are `master` holds its values only and its bit in `same` is set; other rows
+    hold their whole field list. Deleted slots stay until the block goes (the block's `dead`
+    mask, outside the payload). `BLOCK_FORMAT` names this layout; change it and the name."""
+
+    master: tuple[bytes, ...]
+    ms0: int
+    seq0: int
+    dot0: int
+    ms_deltas: Any
+    seq_deltas: Any
+    dot_deltas: Any
+    rows: tuple[tuple[bytes, ...], ...]
+    same: int
+
+
+def payload_of(data: bytes) -> Payload:
+    """A payload's fields (one `marshal.loads`; raises what marshal raises, or TypeError)."""
+    return Payload._make(marshal.loads(data))
+
 
 _TYPECODES = (("b", 1 << 7), ("h", 1 << 15), ("i", 1 << 31), ("q", 1 << 63))
 
@@ -106,23 +146,25 @@ def _encode(ids: Sequence[StreamID], dots: Sequence[int], fields: Sequence[Field
         else:
             rows.append(f)
     return marshal.dumps(
-        (
-            master,
-            ms0,
-            seq0,
-            dot0,
-            _pack_ints([sid[0] - ms0 for sid in ids]),
-            _pack_ints([sid[1] - seq0 for sid in ids]),
-            _pack_ints([d - dot0 for d in dots]),
-            tuple(rows),
-            same,
+        tuple(
+            Payload(
+                master,
+                ms0,
+                seq0,
+                dot0,
+                _pack_ints([sid[0] - ms0 for sid in ids]),
+                _pack_ints([sid[1] - seq0 for sid in ids]),
+                _pack_ints([d - dot0 for d in dots]),
+                tuple(rows),
+                same,
+            )
         )
     )
 
 
 @lru_cache(maxsize=64)
-def _decode(payload: bytes) -> Decoded:
-    master, ms0, seq0, dot0, msd, seqd, dotd, rows, same = marshal.loads(payload)
+def _decode(payload: bytes) -> Slots:
+    master, ms0, seq0, dot0, msd, seqd, dotd, rows, same = payload_of(payload)
     ids = tuple(
         [(ms0 + a, seq0 + b) for a, b in zip(_unpack_ints(msd), _unpack_ints(seqd), strict=True)]
     )
@@ -168,7 +210,7 @@ class Block:
             names,
         )
 
-    def decoded(self) -> Decoded:
+    def decoded(self) -> Slots:
         if self.open is not None:
             return self.open[0], self.open[1], self.open[2]
         assert self.payload is not None
@@ -252,7 +294,7 @@ def unpacked(p: PackedBlock) -> Block:
     if p.first > p.last or (p.first == p.last) != (p.slots == 1):
         raise BlockError(f"block at {p.first}: last ID {p.last} does not fit {p.slots} slots")
     try:
-        _master, ms0, seq0, _dot0, msd, seqd, dotd, rows, _same = marshal.loads(p.payload)
+        _master, ms0, seq0, _dot0, msd, seqd, dotd, rows, _same = payload_of(p.payload)
         ms_deltas, seq_deltas = _unpack_ints(msd), _unpack_ints(seqd)
         counts = {len(ms_deltas), len(seq_deltas), len(_unpack_ints(dotd)), len(rows)}
         last = (ms0 + ms_deltas[-1], seq0 + seq_deltas[-1])

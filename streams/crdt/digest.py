@@ -15,12 +15,11 @@ is fed block after block; with several origins the per-entry pieces are merged b
 from __future__ import annotations
 
 import heapq
-import marshal
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, compress, repeat
 from operator import itemgetter
 
-from streams.crdt.blocks import Block, _unpack_ints
+from streams.crdt.blocks import Block, _unpack_ints, payload_of
 from streams.crdt.entries import EntryLogs
 from streams.ids import StreamID
 
@@ -73,7 +72,7 @@ def _block_columns(block: Block, origin: int) -> tuple[list[StreamID], Columns]:
     """The live entries' IDs and digest input."""
     if block.open is None:
         assert block.payload is not None
-        master, ms0, seq0, _dot0, msd, seqd, _dotd, rows, same = marshal.loads(block.payload)
+        master, ms0, seq0, _dot0, msd, seqd, _dotd, rows, same = payload_of(block.payload)
         n = len(rows)
         if same == (1 << n) - 1:
             mss = list(map(ms0.__add__, _unpack_ints(msd)))

@@ -45,6 +45,7 @@ from array import array
 from collections.abc import Mapping, Sequence
 
 from streams.crdt import ops
+from streams.kafka.headers import header
 from streams.kafka.topics import OPLOG_SUFFIX, is_oplog_topic
 
 WINDOW = 1 << 16
@@ -103,11 +104,7 @@ def signed(headers: Headers, key: bytes, value: bytes) -> list[tuple[str, str | 
 
 
 def _signature_of(headers: ReadHeaders | None) -> bytes | None:
-    pairs = headers.items() if isinstance(headers, Mapping) else headers or ()
-    for name, value in pairs:
-        if name == SIGNATURE_HEADER:
-            return value if isinstance(value, bytes) else None
-    return None
+    return header(headers, SIGNATURE_HEADER)
 
 
 def digest(value: bytes) -> int:

@@ -15,7 +15,7 @@ import logging
 import signal
 import sys
 
-from streams.config.topology import Topology, format_shard_set, load, parse_shard_set
+from streams.config import Topology, format_shard_set, load, parse_shard_set
 from streams.node import metrics
 from streams.node.kafka.presence import LiveWriterError
 from streams.node.node import (

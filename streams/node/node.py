@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from streams.config.topology import NodeConfig, Topology, format_shard_set
+from streams.config import NodeConfig, Topology, format_shard_set
 from streams.ids import IdMode
 from streams.kafka.topics import Replication
 from streams.node.kafka.kafka_log import KafkaLog

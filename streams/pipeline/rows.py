@@ -24,6 +24,7 @@ import pyarrow as pa
 from confluent_kafka import Message
 
 from streams.crdt.ops import LocalOp, Op
+from streams.kafka.headers import headers_of
 from streams.ops.codec import DEFAULT_CODEC, Datum, DecodeError
 from streams.ops.pack import PackError, is_pack, unpack
 
@@ -92,13 +93,7 @@ def args_json(body: Datum) -> str:
 
 
 def _headers(msg: Message) -> list[tuple[str, bytes | None]]:
-    out: list[tuple[str, bytes | None]] = []
-    for item in msg.headers() or []:
-        name, value = item[0], item[1]
-        if value is not None and not isinstance(value, bytes):
-            value = str(value).encode()
-        out.append((name, value))
-    return out
+    return headers_of(msg)
 
 
 def to_batches(

@@ -227,7 +227,7 @@ def _show(host: str, port: int) -> str:
 def _hint(bootstrap: str, question: str = "") -> str:
     """`; <question>` and what the topology file says: which Kafka bootstraps it lists, and
     whether the address given is one of its nodes' RESP ports."""
-    from streams.config.topology import TopologyError, load
+    from streams.config import TopologyError, load
 
     named = _settings["topology"]
     path = Path(named) if named else DEFAULT_TOPOLOGY

@@ -1,4 +1,4 @@
-"""What each verb does with its parsed arguments (`streams.replay.cli` defines the arguments):
+"""What each verb does with its parsed arguments (`streams.replay.arguments` defines the arguments):
 `log`, `replay`, `snapshot`, `diff`, `history`, and their output, text or JSON lines.
 
 Shards: a region of one shard prints exactly what it printed before shards existed; with S > 1
@@ -16,8 +16,8 @@ import time
 from typing import Any
 
 from streams import exits
-from streams.config.topology import TopologyError
-from streams.config.topology import load as load_topology
+from streams.config import TopologyError
+from streams.config import load as load_topology
 from streams.ops.codec import DecodeError
 from streams.ops.pack import decode_all
 from streams.progress import Progress

@@ -18,7 +18,7 @@ from typing import IO, Any, BinaryIO
 
 import fastavro
 
-from streams.crdt.blocks import BLOCK_FORMAT
+from streams.crdt.blocks import BLOCK_FORMAT, READABLE_FORMATS
 from streams.crdt.causal import CausalBuffer
 from streams.crdt.entries import BlockError, PackedBlock
 from streams.crdt.groups import Consumer, Group, PendingEntry
@@ -135,7 +135,7 @@ class _Builder:
             raise self.fail("a second header")
         if b["format_version"] != self.version:
             raise self.fail(f"format_version {b['format_version']} (expected {self.version})")
-        if self.version >= 2 and b["block_format"] != BLOCK_FORMAT:
+        if self.version >= 2 and b["block_format"] not in READABLE_FORMATS:
             raise self.fail(
                 f"blocks encoded as {b['block_format']!r}; this build holds {BLOCK_FORMAT!r}"
             )

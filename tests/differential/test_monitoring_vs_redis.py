@@ -19,7 +19,7 @@ import pytest
 from support import RawClient
 
 from differential.redis_server import RedisServer
-from streams.config.topology import RegionConfig, Topology
+from streams.config import RegionConfig, Topology
 from streams.node.node import NodeOptions, RegionNode
 from streams.node.pipeline.stats import Figures, bucket, bucket_range
 from streams.node.runtime.memory import MemoryLog

@@ -18,7 +18,7 @@ import redis
 from confluent_kafka import Message, Producer
 
 from faults.workload import crdt_info
-from streams.config.topology import RegionConfig, Topology
+from streams.config import RegionConfig, Topology
 from streams.crdt import ops
 from streams.ops.codec import seal
 from topology.broker import EmbeddedBroker

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import redis
 
-from streams.config.topology import load
+from streams.config import load
 from streams.slots import key_slot, shard_of
 from topology.local import LocalTopology, TopologyError
 from topology.mm2 import EXAMPLE_TOPOLOGY

@@ -20,7 +20,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from support import wait_until
 
-from streams.config.topology import RegionConfig, Topology, dump
+from streams.config import RegionConfig, Topology, dump
 from streams.kafka.topics import ensure_topics, oplog_topic
 from topology.broker import EmbeddedBroker
 from topology.mirror import (

@@ -13,7 +13,7 @@ import redis
 from confluent_kafka import Producer
 from support import topic_values
 
-from streams.config.topology import dumps
+from streams.config import dumps
 from streams.ops.pack import decode_all
 from topology.local import LocalTopology
 from topology.mirror import MirrorSet

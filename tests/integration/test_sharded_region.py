@@ -17,7 +17,7 @@ import redis
 from redis.cluster import RedisCluster
 from support import free_port, wait_until
 
-from streams.config.topology import dumps, load
+from streams.config import dumps, load
 from streams.slots import key_slot, shard_of
 from topology.local import LocalTopology
 

@@ -25,7 +25,7 @@ from differential.redis_server import RedisServer
 
 from replay.cli_runs import Ran, interrupted, run
 from streams import exits
-from streams.pipeline import cli as sparkcli
+from streams.pipeline import verbs as sparkcli
 from streams.replay import kafka_connect
 from topology.ports import free_port
 

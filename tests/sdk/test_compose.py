@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 from support import compose_binary
 
-from streams.config.topology import NodeConfig, RegionConfig, load
+from streams.config import NodeConfig, RegionConfig, load
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"

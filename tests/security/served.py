@@ -12,7 +12,7 @@ import threading
 import time
 from types import TracebackType
 
-from streams.config.topology import RegionConfig, Topology
+from streams.config import RegionConfig, Topology
 from streams.node.node import NodeOptions, RegionNode
 from streams.node.pipeline.auth import AuthConfig
 from streams.node.runtime.memory import MemoryLog

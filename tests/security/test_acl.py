@@ -17,7 +17,7 @@ from support import RawClient
 
 from security.served import ServedNode
 from streams import cli
-from streams.config.topology import dump
+from streams.config import dump
 from streams.node.pipeline.auth import AuthConfig, Rules
 
 USERS = {

@@ -13,7 +13,7 @@ import random
 
 from streams.commands.reads import entries_reply
 from streams.commands.slices import MIN_SLICED, sliced_range
-from streams.config.topology import RegionConfig, Topology
+from streams.config import RegionConfig, Topology
 from streams.crdt.entries import EntryLogs
 from streams.ids import MAX_ID, MIN_ID, StreamID
 from streams.node.node import NodeOptions, RegionNode

@@ -16,7 +16,7 @@ from support import RawClient
 
 import streams
 from streams import errors
-from streams.config.topology import RegionConfig, Topology
+from streams.config import RegionConfig, Topology
 from streams.crdt import ops
 from streams.node.node import NodeOptions, RegionNode
 from streams.node.pipeline import router, transactions

@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 import pytest
 from support import compose_binary
 
-from streams.config.topology import dumps, load, loads
+from streams.config import dumps, load, loads
 from streams.kafka.sizes import TOPIC_MAX_MESSAGE_BYTES
 from topology import mm2
 

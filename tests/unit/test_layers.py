@@ -7,6 +7,7 @@ import json
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -69,3 +70,114 @@ def test_the_sdk_imports_only_its_own_package() -> None:
 def test_leaves_import_nothing_of_ours(leaf: str) -> None:
     imported = _imported_by(leaf)[leaf]
     assert imported <= {"streams", leaf, "streams.errors"}, imported
+
+
+# --- the node's three rooms (docs/architecture.md, "The region node") ---------------------------
+
+
+def _imported_all(*modules: str) -> dict[str, set[str]]:
+    """As `_imported_by`, with third-party modules too (confluent_kafka, ...)."""
+    code = (
+        "import importlib, json, sys; importlib.import_module(sys.argv[1]); "
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    out = {}
+    for module in modules:
+        run = subprocess.run(
+            [sys.executable, "-c", code, module], capture_output=True, text=True, check=True
+        )
+        out[module] = set(json.loads(run.stdout)) - PACKAGE_ROOT
+    return out
+
+
+def _under(imported: set[str], *packages: str) -> set[str]:
+    return {m for m in imported if any(m == p or m.startswith(p + ".") for p in packages)}
+
+
+def test_the_shard_runtime_loads_neither_kafka_nor_the_pipeline() -> None:
+    """The runtime speaks to its log through the port (`runtime/oplog.py`) only: the in-memory log
+    of the unit tests runs it without the Kafka client, and the pipeline sits above it."""
+    for module, imported in _imported_all(*_package_modules("streams.node.runtime")).items():
+        wrong = _under(
+            imported,
+            "confluent_kafka",
+            "streams.node.pipeline",
+            "streams.node.kafka",
+            "streams.resp.server",
+        )
+        assert not wrong, (module, wrong)
+
+
+def test_the_request_pipeline_does_not_load_the_kafka_adapters() -> None:
+    for module, imported in _imported_all(*_package_modules("streams.node.pipeline")).items():
+        wrong = _under(imported, "confluent_kafka", "streams.node.kafka")
+        assert not wrong, (module, wrong)
+
+
+def test_the_kafka_adapters_do_not_load_the_pipeline() -> None:
+    for module, imported in _imported_by(*_package_modules("streams.node.kafka")).items():
+        assert not _under(imported, "streams.node.pipeline", "streams.resp"), module
+
+
+def test_replay_serve_does_not_load_the_shard_writer() -> None:
+    imported = _imported_by("streams.replay.serve")["streams.replay.serve"]
+    assert not _under(imported, "streams.node.kafka"), imported
+
+
+KAFKA_ROOMS = (
+    "streams.kafka",
+    "streams.node.kafka",
+    "streams.replay",
+    "streams.pipeline",
+    "streams.importer",
+    "topology",
+)
+"""Where the Kafka client may be imported: the op log's Kafka library, the node's adapters, the
+tools that read op logs (replay, the Spark source, the importer) and deployment."""
+
+
+def test_only_the_kafka_rooms_import_the_kafka_client() -> None:
+    root = Path(streams.__path__[0]).parent
+    for path in sorted(
+        [*root.joinpath("streams").rglob("*.py"), *root.joinpath("topology").rglob("*.py")]
+    ):
+        module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+        if (
+            "confluent_kafka" in path.read_text()
+            and "import confluent_kafka" in path.read_text()
+            or ("from confluent_kafka" in path.read_text())
+        ):
+            assert any(module == r or module.startswith(r + ".") for r in KAFKA_ROOMS), module
+
+
+def test_the_pure_kafka_helpers_do_not_load_the_kafka_client() -> None:
+    for module, imported in _imported_all("streams.kafka.sizes", "streams.kafka.headers").items():
+        assert "confluent_kafka" not in imported, module
+
+
+ENTRY_POINTS = {"streams.cli"}
+"""The command-line entry points: the only modules of `streams` that may reach `topology`
+(deployment: launching brokers, mirrors and nodes), which sits on the top floor."""
+
+
+def test_topology_is_imported_only_by_the_command_line_entry_points() -> None:
+    modules = [
+        m.name
+        for m in pkgutil.walk_packages(streams.__path__, "streams.")
+        if m.name not in ENTRY_POINTS and not m.name.startswith(("streams.pipeline", "streams._"))
+    ]
+    for module, imported in _imported_by(*modules).items():
+        assert not _under(imported, "topology"), module
+
+
+def test_no_module_is_over_500_lines() -> None:
+    root = Path(streams.__path__[0]).parent
+    for path in _sources(root):
+        lines = path.read_text().count("\n")
+        assert lines <= 500, f"{path.relative_to(root)}: {lines} lines"
+
+
+def _sources(root: Path) -> list[Path]:
+    return sorted(
+        [*root.joinpath("streams").rglob("*.py"), *root.joinpath("topology").rglob("*.py")]
+    )

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from prometheus_client import start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 
-from streams.config.topology import RegionConfig, Topology
+from streams.config import RegionConfig, Topology
 from streams.crdt import ops
 from streams.errors import CommandError
 from streams.node import metrics

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.config.topology import RegionConfig, Topology, TopologyError, dumps, loads
+from streams.config import RegionConfig, Topology, TopologyError, dumps, loads
 from streams.crdt import ops
 from streams.kafka.gate import (
     WINDOW,

@@ -10,7 +10,7 @@ import asyncio
 
 from memory_node import answer
 
-from streams.config.topology import RegionConfig, Topology
+from streams.config import RegionConfig, Topology
 from streams.node.node import NodeOptions, RegionNode
 from streams.node.runtime.memory import MemoryLog
 from streams.reply import Map

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.config.topology import RegionConfig, Topology, TopologyError, loads
+from streams.config import RegionConfig, Topology, TopologyError, loads
 from streams.kafka.sizes import MAX_RECORD_BYTES, TOPIC_MAX_MESSAGE_BYTES, batch_bytes
 from streams.kafka.topics import (
     Replication,

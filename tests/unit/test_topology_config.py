@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from streams.config.topology import (
+from streams.config import (
     MAX_SHARDS,
     NodeConfig,
     RegionConfig,

@@ -13,7 +13,7 @@ import pytest
 import redis
 from memory_node import answer
 
-from streams.config.topology import RegionConfig, Topology
+from streams.config import RegionConfig, Topology
 from streams.crdt import ops
 from streams.kafka.sizes import MAX_RECORD_BYTES
 from streams.node.node import NodeOptions, RegionNode

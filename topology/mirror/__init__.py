@@ -46,7 +46,7 @@ Modules, each importing only those above it:
 """
 
 from topology.mirror.copier import Mirror
-from topology.mirror.errors import MirrorError, MirrorTimeout
+from topology.mirror.deadline import MirrorError, MirrorTimeout
 from topology.mirror.headers import MIRROR_OFFSET_HEADER, MIRROR_SOURCE_HEADER
 from topology.mirror.mirror_set import MirrorSet
 

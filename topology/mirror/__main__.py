@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-from streams.config.topology import load
+from streams.config import load
 from topology.mirror import MirrorError, MirrorSet, MirrorTimeout
 
 

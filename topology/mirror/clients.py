@@ -29,7 +29,7 @@ from streams.kafka.paced import PacedConsumer
 from streams.kafka.reading import Pacing, consumer_config
 from streams.kafka.sizes import MAX_RECORD_BYTES
 from streams.kafka.topics import Replication, mirrored_name, oplog_topic
-from topology.mirror.errors import Deadline, MirrorError
+from topology.mirror.deadline import Deadline, MirrorError
 
 if TYPE_CHECKING:
     from streams.kafka.reading import Msg

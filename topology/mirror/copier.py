@@ -22,7 +22,7 @@ from confluent_kafka import KafkaException
 from streams.kafka.topics import Replication, TopicError
 from topology.mirror import topic_pair
 from topology.mirror.clients import Clients, Route
-from topology.mirror.errors import Deadline, MirrorError, MirrorTimeout
+from topology.mirror.deadline import Deadline, MirrorError, MirrorTimeout
 from topology.mirror.resume import resume_offsets
 from topology.mirror.writer import TargetWriter
 

@@ -7,34 +7,14 @@ says it), how a mirror refuses to copy a copy, and how a copy maps back to its s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from confluent_kafka import Message
 
+from streams.kafka.headers import Produced, header, headers_of
+
 MIRROR_SOURCE_HEADER = "mirror.source"
 MIRROR_OFFSET_HEADER = "mirror.offset"
-
-Headers = list[tuple[str, str | bytes | None]]
-
-
-def headers_of(message: Message[Any, Any]) -> Headers:
-    """A record's headers as a list, in order (librdkafka may give a dict or None)."""
-    headers = message.headers()
-    if headers is None:
-        return []
-    if isinstance(headers, dict):
-        return list(headers.items())
-    return list(headers)
-
-
-def header(headers: Sequence[tuple[str, str | bytes | None]], name: str) -> bytes | None:
-    """The last value of header `name` (the mirror appends its headers last)."""
-    found: bytes | None = None
-    for key, value in headers:
-        if key == name:
-            found = value.encode() if isinstance(value, str) else value
-    return found
 
 
 def is_copy(message: Message[Any, Any]) -> bool:
@@ -51,11 +31,11 @@ def copied_from(message: Message[Any, Any]) -> tuple[bytes | None, int | None]:
     return source, int(offset)
 
 
-def copy_headers(message: Message[Any, Any], alias: bytes) -> Headers:
+def copy_headers(message: Message[Any, Any], alias: bytes) -> Produced:
     """The headers of the copy of `message`: its own, then where it comes from."""
     offset = message.offset()
     assert offset is not None
-    headers = headers_of(message)
+    headers: Produced = list(headers_of(message))
     headers.append((MIRROR_SOURCE_HEADER, alias))
     headers.append((MIRROR_OFFSET_HEADER, str(offset).encode()))
     return headers

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from streams.config.topology import Topology
+from streams.config import Topology
 from streams.kafka.topics import Replication
 from topology.mirror.copier import Mirror
 

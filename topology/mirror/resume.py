@@ -35,7 +35,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from streams.kafka.reading import ReadToEnd
 from topology.mirror.clients import Clients
-from topology.mirror.errors import Deadline, MirrorError, MirrorTimeout
+from topology.mirror.deadline import Deadline, MirrorError, MirrorTimeout
 from topology.mirror.headers import MIRROR_OFFSET_HEADER, copied_from
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from streams.kafka.topics import TopicError, ensure_topics
 from topology.mirror.clients import Clients, TopicShape
-from topology.mirror.errors import Deadline, MirrorError
+from topology.mirror.deadline import Deadline, MirrorError
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError, KafkaException, Producer
 
 from topology.mirror.clients import Clients
-from topology.mirror.errors import Deadline, MirrorError
+from topology.mirror.deadline import Deadline, MirrorError
 from topology.mirror.headers import MIRROR_SOURCE_HEADER, copied_from, copy_headers, is_copy
 
 if TYPE_CHECKING:

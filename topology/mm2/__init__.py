@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streams.config.topology import Topology
+from streams.config import Topology
 from streams.kafka.sizes import TOPIC_MAX_MESSAGE_BYTES
 from streams.kafka.topics import NAMINGS, oplog_topic
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from streams.config.topology import load
+from streams.config import load
 from streams.kafka.topics import NAMINGS
 from topology.mm2 import EXAMPLE_TOPOLOGY, properties_path, render
 

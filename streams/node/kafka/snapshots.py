@@ -38,6 +38,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from confluent_kafka.admin import AdminClient
 
 from streams.crdt.region import Region
+from streams.kafka.headers import as_dict, headers_of
 from streams.kafka.reading import EndNotReached, ReadToEnd, consumer_config
 from streams.snapshot import Positions, SnapshotError, read_snapshot
 
@@ -189,9 +190,8 @@ class _Assembly:
         return b"".join(self.parts[i] for i in range(self.chunks))
 
 
-def _headers(msg: object) -> dict[str, bytes]:
-    raw = msg.headers() or []  # type: ignore[attr-defined]
-    return {k: v for k, v in raw if v is not None}
+def _headers(msg: Message[Any, Any]) -> dict[str, bytes]:
+    return as_dict(headers_of(msg))
 
 
 def read_complete(

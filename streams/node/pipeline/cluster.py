@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from streams import errors
 from streams.cluster import Layout, cluster_command, flag_command, redirect_command, redirect_exec
 from streams.commands.base import Command
-from streams.config.topology import RegionConfig
+from streams.config import RegionConfig
 from streams.errors import CommandError
 from streams.node.pipeline.clients import Client, Queued
 from streams.node.pipeline.dispatch import Builtin, sync
