@@ -20,6 +20,17 @@ those positions plus a replay of the tail from them loses nothing and applies no
 A record may hold several ops (`streams.ops.pack`): the readers feed each under the record's
 offset, and the record counts as applied once all of them are (the ones applied before are
 duplicates when the tail is replayed, which the fold drops).
+
+Transactions of other regions, whole: a writer's transaction may take several records of its
+partition (its ops over `streams.ops.pack.PACK_BYTES`), and a mirror copies records one by one
+(MirrorMaker 2 may also re-cut them into its own transactions, KAFKA-14021), so another region
+may read the first records of a transaction before the rest exist on its cluster. Each pack says
+where its transaction ends (`txn_last`, the seq of its last op); a reader feeds `txn_last` with
+the ops of a record whose transaction goes on past it. The fold assembles such a transaction of
+another origin until its last op arrived and offers it to the causal buffer as one unit
+(`CausalBuffer.offer_unit`), which releases it whole: a MULTI/EXEC in r1 is seen in r2 entirely
+or not at all. The region's own logs are read as written (Kafka's read_committed makes a
+transaction visible whole at home).
 """
 
 from __future__ import annotations
@@ -53,6 +64,17 @@ class Applied(NamedTuple):
 Observer = Callable[[Applied], None]
 
 
+class _Assembly:
+    """The ops read so far of another origin's transaction that continues in later records."""
+
+    __slots__ = ("end", "ops", "places")
+
+    def __init__(self, end: int) -> None:
+        self.end = end
+        self.ops: dict[int, ops.Op] = {}
+        self.places: dict[int, list[tuple[Partition, int]]] = {}
+
+
 class Fold:
     """Folds one region's op-log records into a `Region`, gating on local ops' contexts."""
 
@@ -82,6 +104,11 @@ class Fold:
         self._gate: dict[int, int] | None = None  # the head local op's ctx, as a dict
         self._gated: dict[int, dict[int, ops.Op]] = {}
         self._open = False
+        self._txns: dict[int, _Assembly] = {}
+        """Per origin, its transaction being assembled (see the module docstring)."""
+        self.torn = 0
+        """Transactions whose end never arrived before a later op of their origin (a log that
+        holds part of an aborted transaction: applied as read, counted here)."""
 
     @classmethod
     def fresh(cls, region_id: int, mode: IdMode = IdMode.STRICT, **kw: object) -> Fold:
@@ -89,10 +116,15 @@ class Fold:
 
     # --- input --------------------------------------------------------------------------------
 
-    def feed(self, part: Partition, offset: int, record: Record) -> None:
+    def feed(self, part: Partition, offset: int, record: Record, txn_last: int = 0) -> None:
+        """`txn_last`: the seq of the last op of the record's transaction, when it continues in
+        later records of the partition (else 0)."""
         self.read[part] = max(self.read.get(part, 0), offset + 1)
         if isinstance(record, ops.Op):
-            self._feed_op(part, offset, record)
+            if record.origin != self.region.id and (txn_last or record.origin in self._txns):
+                self._assemble(part, offset, record, txn_last)
+            else:
+                self._feed_op(part, offset, record)
         else:
             self._feed_local(part, offset, record)
 
@@ -114,6 +146,11 @@ class Fold:
             if offsets:
                 out[part] = min(offsets)
         return out
+
+    @property
+    def assembling(self) -> int:
+        """Ops of other regions' transactions read in part, waiting for the rest."""
+        return sum(len(a.ops) for a in self._txns.values())
 
     @property
     def gated(self) -> int:
@@ -166,6 +203,65 @@ class Fold:
             self._settle()
         else:
             self._gated.setdefault(op.origin, {})[op.seq] = op
+
+    def _assemble(self, part: Partition, offset: int, op: ops.Op, txn_last: int) -> None:
+        origin = op.origin
+        if op.seq <= self.region.causal.applied.get(origin, 0):
+            return  # a duplicate of an applied op
+        asm = self._txns.get(origin)
+        if asm is not None and op.seq > asm.end:  # its end never came (see `torn`)
+            self.torn += 1
+            self._feed_unit(self._txns.pop(origin))
+            asm = None
+        if asm is None:
+            if txn_last <= op.seq:
+                self._feed_op(part, offset, op)
+                return
+            asm = self._txns[origin] = _Assembly(txn_last)
+        self._track(part, offset)
+        places = asm.places.get(op.seq)
+        if places is not None:
+            places.append((part, offset))  # a second copy of an op being assembled
+            return
+        asm.ops[op.seq] = op
+        asm.places[op.seq] = [(part, offset)]
+        if op.seq >= asm.end:
+            self._feed_unit(self._txns.pop(origin))
+
+    def _feed_unit(self, asm: _Assembly) -> None:
+        """Offer an assembled transaction as one unit (ops already tracked as unapplied)."""
+        unit: list[ops.Op] = []
+        for seq in sorted(asm.ops):
+            op = asm.ops[seq]
+            dot = (op.origin, seq)
+            places = asm.places[seq]
+            if seq <= self.region.causal.applied.get(op.origin, 0):
+                self._untrack(places)  # applied meanwhile (an earlier copy)
+                continue
+            waiting = self._where.get(dot)
+            if waiting is not None:  # a copy of it already waits in the causal buffer
+                waiting.extend(places)
+                continue
+            self._where[dot] = places
+            if self._beyond(op.origin, seq):
+                self.beyond_cut += 1
+                continue
+            unit.append(op)
+        if not unit:
+            return
+        consecutive = all(b.seq == a.seq + 1 for a, b in zip(unit, unit[1:], strict=False))
+        if not consecutive or not self._allowed(unit[0]):
+            for op in unit:  # gated (a replay of the own local ops holds them) or a mixed log
+                if self._allowed(op):
+                    self._offer(op)
+                else:
+                    self._gated.setdefault(op.origin, {})[op.seq] = op
+            self._settle()
+            return
+        for ready in self.region.receive_unit(unit):
+            part, offset = self._untrack(self._where.pop((ready.origin, ready.seq)))
+            self._notify(part, offset, ready)
+        self._settle()
 
     def _feed_local(self, part: Partition, offset: int, record: ops.LocalOp) -> None:
         if record.region != self.region.id or record.seq <= self.region.local_seq:

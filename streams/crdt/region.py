@@ -124,6 +124,15 @@ class Region:
             self._learn(ready)
         return released
 
+    def receive_unit(self, unit: list[ops.Op]) -> list[ops.Op]:
+        """Offer another region's transaction (consecutive ops of one origin) as one unit
+        (`CausalBuffer.offer_unit`); apply what became deliverable."""
+        released = self.causal.offer_unit(unit)
+        for ready in released:
+            self.state.apply(ready)
+            self._learn(ready)
+        return released
+
     def _learn(self, op: ops.Op) -> None:
         """An op carries its origin's applied vector when it was issued (ctx, plus its own seq):
         a lower bound of how far that region has applied every region."""

@@ -16,7 +16,21 @@ record), and starts a new pack at `PACK_BYTES` (a single op over it is written o
 every pack fits a stock broker's 1 MiB record limit.
 
 A log may mix packs and single records (older writers wrote only single records); readers call
-`streams.ops.codec.decode_all`, which reads both.
+`decode_each` / `decode_all`, which read both.
+
+Transactions over several records (version 2, `oppack.avsc`): a pack also says where the writer's
+transaction ends in its partition (`txn_last`), so that a reader in another region, which a
+mirror may hand the first records of a transaction before the rest, can apply it whole
+(`streams.crdt.fold`). A transaction of one record is complete by itself; one of several records
+writes every record as a pack (a lone large op as a pack of one), so each says where it ends.
+Version 1 packs (`oppack_v1.avsc`, no `txn_last`) are still read: their writers never cut a
+transaction across records knowingly, and a reader treats each as complete.
+
+        +-------+-------------+-------------------------------------+-------------+---+
+        | C3 01 | fingerprint | ops: count, (length, item bytes)... | txn_last    | 0 |
+        +-------+-------------+-------------------------------------+-------------+---+
+          Avro single-object marker and the schema's CRC-64-AVRO, then the record: the
+          array (one block, then the 0 that ends it) and the long (version 2 only)
 """
 
 from __future__ import annotations
@@ -39,16 +53,18 @@ PACK_BYTES = 512 * 1024
 record batches a stock Kafka broker takes: `streams.kafka.reading`)."""
 
 
-def _fingerprint() -> bytes:
-    text = resources.files("streams.ops").joinpath("oppack.avsc").read_text()
+def _fingerprint(name: str) -> bytes:
+    text = resources.files("streams.ops").joinpath(name).read_text()
     canonical = to_parsing_canonical_form(json.loads(text))
     return bytes.fromhex(_avro_fingerprint(canonical, "CRC-64-AVRO"))
 
 
-PACK_FINGERPRINT = _fingerprint()
+PACK_FINGERPRINT = _fingerprint("oppack.avsc")
 PACK_PREFIX = MARKER + PACK_FINGERPRINT
-"""What every pack value starts with (and no single op-log record does: its fingerprint is an
-oplog schema's)."""
+"""What every pack value this build writes starts with (and no single op-log record does: its
+fingerprint is an oplog schema's)."""
+PACK_V1_PREFIX = MARKER + _fingerprint("oppack_v1.avsc")
+"""A version 1 pack's (no `txn_last`)."""
 
 
 class PackError(ValueError):
@@ -56,23 +72,34 @@ class PackError(ValueError):
 
 
 def is_pack(value: bytes | None) -> TypeGuard[bytes]:
-    return value is not None and value[: len(PACK_PREFIX)] == PACK_PREFIX
+    if value is None:
+        return False
+    head = value[: len(PACK_PREFIX)]
+    return head == PACK_PREFIX or head == PACK_V1_PREFIX
 
 
-def pack(items: Sequence[bytes]) -> bytes:
-    """One pack of op-log record values, in order (Avro: the array as one block, then 0)."""
+def pack(items: Sequence[bytes], txn_last: int = 0) -> bytes:
+    """One pack of op-log record values, in order (Avro: the array as one block, then 0, then
+    `txn_last`)."""
     out = bytearray(PACK_PREFIX)
     write_long(out, len(items))
     for item in items:
         write_long(out, len(item))
         out += item
     out.append(0)
+    write_long(out, txn_last)
     return bytes(out)
 
 
 def unpack(value: bytes) -> list[bytes]:
     """The op-log record values of a pack (`is_pack(value)`); PackError if it is not well formed
     (any valid Avro encoding of the array is read: several blocks, negative counts)."""
+    return unpack_with_end(value)[0]
+
+
+def unpack_with_end(value: bytes) -> tuple[list[bytes], int]:
+    """The items of a pack and its `txn_last` (0 for a version 1 pack)."""
+    v2 = value[: len(PACK_PREFIX)] == PACK_PREFIX
     items: list[bytes] = []
     n = len(value)
     pos = len(PACK_PREFIX)
@@ -91,6 +118,9 @@ def unpack(value: bytes) -> list[bytes]:
                     raise PackError(f"item {len(items)} runs past the end of the pack")
                 items.append(value[pos:end])
                 pos = end
+        txn_last = 0
+        if v2:
+            txn_last, pos = read_long(value, pos)
     except IndexError:
         raise PackError("the pack ends inside an item or count") from None
     except ValueError as exc:  # a varint over 64 bits
@@ -99,17 +129,26 @@ def unpack(value: bytes) -> list[bytes]:
         raise PackError(f"{n - pos} trailing bytes after the pack")
     if not items:
         raise PackError("an empty pack")
-    return items
+    if txn_last < 0:
+        raise PackError(f"a negative txn_last ({txn_last})")
+    return items, txn_last
 
 
 def decode_each(value: bytes | None) -> list[tuple[bytes, Record]]:
     """The ops a Kafka record value holds, each with its own record bytes: a pack's items in
     order, or the one op of a single record. DecodeError (naming the item) for anything that is
     not an op-log record, a malformed pack, or a pack mixing kinds or origins."""
+    return decode_record(value)[0]
+
+
+def decode_record(value: bytes | None) -> tuple[list[tuple[bytes, Record]], int]:
+    """`decode_each`, and `continues`: the seq of the last op of the record's transaction when
+    that transaction goes on past this record (its ops are to be fed to the fold with it), else
+    0. DecodeError for a pack whose `txn_last` lies before its own last op."""
     if value is None or not is_pack(value):
-        return [(value or b"", decode(value))]
+        return [(value or b"", decode(value))], 0
     try:
-        items = unpack(value)
+        items, txn_last = unpack_with_end(value)
     except PackError as exc:
         raise DecodeError(f"corrupt op pack ({len(value)} bytes): {exc}") from None
     out: list[tuple[bytes, Record]] = []
@@ -125,7 +164,14 @@ def decode_each(value: bytes | None) -> list[tuple[bytes, Record]]:
                 f"item {i} of an op pack of {len(items)} is a {_describe(record)} after a "
                 f"{_describe(out[0][1])}: a pack holds the ops of one kind and origin"
             )
-    return out
+    last = out[-1][1]
+    if not txn_last or not isinstance(last, Op):
+        return out, 0
+    if txn_last < last.seq:
+        raise DecodeError(
+            f"an op pack ending at seq {last.seq} says its transaction ends at {txn_last}"
+        )
+    return out, (txn_last if txn_last > last.seq else 0)
 
 
 def decode_all(value: bytes | None) -> list[Record]:
@@ -144,12 +190,14 @@ def _describe(record: Record) -> str:
     return f"{'replicated' if replicated else 'local'} op of region id {origin}"
 
 
-def pack_sealed(run: Sequence[Sealed]) -> Sealed:
+def pack_sealed(run: Sequence[Sealed], txn_last: int = 0) -> Sealed:
     """A run of sealed records (one writer, one topic, in order) as the one Kafka record to
-    produce: the record itself for a run of one, else a pack. A pack's headers say what it
-    holds for tools that read no Avro (kcat): origin, kind, the first and last seq, the count,
-    and `type` OpPack; it has no Kafka key (its ops may be of several stream keys)."""
-    if len(run) == 1:
+    produce: the record itself for a run of one (unless `txn_last` says its transaction takes
+    several records: then a pack of one, which says so), else a pack. A pack's headers say what
+    it holds for tools that read no Avro (kcat): origin, kind, the first and last seq, the
+    count, `type` OpPack and, for a transaction of several records, `txn_last`; it has no Kafka
+    key (its ops may be of several stream keys)."""
+    if len(run) == 1 and not txn_last:
         return run[0]
     first = dict(run[0].headers)
     last = dict(run[-1].headers)
@@ -161,7 +209,21 @@ def pack_sealed(run: Sequence[Sealed]) -> Sealed:
         ("type", b"OpPack"),
         ("count", b"%d" % len(run)),
     ]
-    return Sealed(b"", pack([r.value for r in run]), None, headers)
+    if txn_last:
+        headers.append(("txn_last", b"%d" % txn_last))
+    return Sealed(b"", pack([r.value for r in run], txn_last), None, headers)
+
+
+def sealed_records(run: Sequence[Sealed], limit: int = PACK_BYTES) -> list[Sealed]:
+    """One transaction's sealed ops for one topic partition as the Kafka records to produce: as
+    few as `limit` allows (`packed`); when they take several, each a pack saying where the
+    transaction ends (its last replicated op's seq), so another region applies it whole."""
+    runs = list(packed([r.value for r in run], limit))
+    if len(runs) == 1:
+        return [pack_sealed(run)]
+    last = run[-1].record
+    txn_last = last.seq if isinstance(last, Op) else 0
+    return [pack_sealed(run[start:end], txn_last) for start, end in runs]
 
 
 def packed(values: Sequence[bytes], limit: int = PACK_BYTES) -> Iterator[tuple[int, int]]:

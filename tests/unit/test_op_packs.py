@@ -19,9 +19,11 @@ from streams.ops.codec import DecodeError, decode, encode, seal
 from streams.ops.pack import (
     PACK_FINGERPRINT,
     PACK_PREFIX,
+    PACK_V1_PREFIX,
     PackError,
     decode_all,
     decode_each,
+    decode_record,
     is_pack,
     pack,
     pack_sealed,
@@ -29,8 +31,9 @@ from streams.ops.pack import (
     unpack,
 )
 
-# The fingerprint of oppack.avsc, forever: packs in existing logs carry it.
+# The fingerprints of oppack.avsc (version 2) and oppack_v1.avsc, forever: packs in logs carry them.
 PACK_V1_FINGERPRINT = "afd4713cd79e67db"
+PACK_V2_FINGERPRINT = "82ac34686dad208c"
 
 
 def xadd(origin: int, seq: int, key: bytes = b"k", ctx: ops.Vector = ()) -> ops.Op:
@@ -38,8 +41,27 @@ def xadd(origin: int, seq: int, key: bytes = b"k", ctx: ops.Vector = ()) -> ops.
     return ops.Op(origin=origin, seq=seq, ts_ms=1000 + seq, ctx=ctx, body=body)
 
 
-def test_the_pack_schema_fingerprint_is_frozen() -> None:
-    assert PACK_FINGERPRINT.hex() == PACK_V1_FINGERPRINT
+def test_the_pack_schema_fingerprints_are_frozen() -> None:
+    assert PACK_FINGERPRINT.hex() == PACK_V2_FINGERPRINT
+    assert PACK_V1_PREFIX[2:].hex() == PACK_V1_FINGERPRINT
+
+
+def test_a_version_1_pack_is_still_read_as_complete() -> None:
+    records = [xadd(1, s) for s in range(1, 4)]
+    v1 = (
+        PACK_V1_PREFIX
+        + b"\x06"
+        + b"".join(bytes([2 * len(v)]) + v for v in (encode(r) for r in records))
+        + b"\x00"
+    )
+    assert is_pack(v1)
+    assert decode_record(v1) == (list(zip([encode(r) for r in records], records, strict=True)), 0)
+
+
+def test_a_pack_whose_transaction_ends_before_its_last_op_is_refused() -> None:
+    values = [encode(xadd(1, s)) for s in range(1, 4)]
+    with pytest.raises(DecodeError, match="ending at seq 3 says its transaction ends at 2"):
+        decode_record(pack(values, txn_last=2))
 
 
 @given(st.lists(st.binary(max_size=300), min_size=1, max_size=40))
@@ -55,16 +77,16 @@ def test_a_pack_is_the_avro_single_object_encoding_of_its_schema(items: list[byt
     value = pack(items)
     assert value[:10] == PACK_PREFIX
     datum = fastavro.schemaless_reader(io.BytesIO(value[10:]), fastavro.parse_schema(schema))
-    assert datum == {"ops": items}
+    assert datum == {"ops": items, "txn_last": 0}
     # ... and any valid encoding of it is read (fastavro writes its own blocks)
     out = io.BytesIO()
-    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), {"ops": items})
+    fastavro.schemaless_writer(out, fastavro.parse_schema(schema), {"ops": items, "txn_last": 0})
     assert unpack(PACK_PREFIX + out.getvalue()) == items
 
 
 def test_a_pack_in_several_array_blocks_with_sizes_is_read() -> None:
     # count -1 with a byte size, then count 1, then the end: two blocks of one item
-    value = PACK_PREFIX + b"\x01\x06\x04ab" + b"\x02\x02c" + b"\x00"
+    value = PACK_PREFIX + b"\x01\x06\x04ab" + b"\x02\x02c" + b"\x00" + b"\x00"
     assert unpack(value) == [b"ab", b"c"]
 
 
@@ -74,7 +96,7 @@ def test_a_pack_in_several_array_blocks_with_sizes_is_read() -> None:
         (PACK_PREFIX + b"\x04\x04ab", "ends inside"),
         (PACK_PREFIX + b"\x02\x08ab\x00", "past the end"),
         (PACK_PREFIX + b"\x02\x04ab\x00junk", "trailing bytes"),
-        (PACK_PREFIX + b"\x00", "an empty pack"),
+        (PACK_PREFIX + b"\x00\x00", "an empty pack"),
         (PACK_PREFIX + b"\xff" * 11, "longer than 10 bytes"),
     ],
 )

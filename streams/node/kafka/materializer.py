@@ -47,7 +47,7 @@ from streams.kafka.reading import Pacing, Partition
 from streams.kafka.topics import is_oplog_topic
 from streams.node.runtime.oplog import Batch, CorruptRecord, Decoded, RecordAt
 from streams.ops.codec import DecodeError
-from streams.ops.pack import decode_each
+from streams.ops.pack import decode_record
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +193,7 @@ class Materializer:
         offset = msg.offset() or 0
         value = msg.value()
         try:
-            each = decode_each(value)
+            each, continues = decode_record(value)
         except DecodeError as exc:
             if (topic, partition, offset) in self.skip_records:
                 self.records_skipped += 1
@@ -220,7 +220,7 @@ class Materializer:
                     partition,
                     offset,
                 )
-            return [Decoded(topic, partition, offset, record) for _item, record in each]
+            return [Decoded(topic, partition, offset, record, continues) for _item, record in each]
         try:
             if gate.signs:
                 gate.check_signature(
@@ -266,7 +266,7 @@ class Materializer:
                     partition,
                     offset,
                 )
-            out.append(Decoded(topic, partition, offset, record))
+            out.append(Decoded(topic, partition, offset, record, continues))
         return out
 
     def _refuse_unresolved_skips(self) -> None:

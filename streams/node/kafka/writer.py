@@ -40,7 +40,7 @@ from streams.kafka.gate import signed
 from streams.node.kafka.settle import SettleError, settle
 from streams.node.runtime.oplog import WriterError, WriterFenced
 from streams.ops.codec import Sealed
-from streams.ops.pack import PACK_BYTES, pack_sealed, packed
+from streams.ops.pack import PACK_BYTES, sealed_records
 
 log = logging.getLogger(__name__)
 
@@ -154,8 +154,7 @@ class RegionWriter:
             producer.begin_transaction()
             key = self.signing_key
             for topic, records in ((self.oplog_topic, replicated), (self.local_topic, local)):
-                for start, end in packed([r.value for r in records], PACK_LIMIT):
-                    record = pack_sealed(records[start:end])
+                for record in sealed_records(records, PACK_LIMIT) if records else ():
                     producer.produce(
                         topic,
                         partition=self.partition,

@@ -29,6 +29,10 @@ class Decoded(NamedTuple):
     partition: int
     offset: int
     record: ops.Op | ops.LocalOp
+    txn_last: int = 0
+    """The seq of the last op of the record's transaction when it goes on in later records of
+    the partition, else 0 (`streams.ops.pack.decode_record`; the fold assembles such a
+    transaction of another region and applies it whole)."""
 
 
 class CorruptRecord(RuntimeError):

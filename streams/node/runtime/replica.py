@@ -72,7 +72,7 @@ class Replica:
     def feed(self, records: Iterable[Decoded]) -> None:
         fold = self.fold
         for item in records:
-            fold.feed((item.topic, item.partition), item.offset, item.record)
+            fold.feed((item.topic, item.partition), item.offset, item.record, item.txn_last)
         self._wake()
 
     def _applied(self, applied: Applied) -> None:
