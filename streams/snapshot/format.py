@@ -52,8 +52,8 @@ class SnapshotError(ValueError):
 def _schema_json(version: int = FORMAT_VERSION) -> dict[str, Any]:
     name = f"snapshot_v{version}.avsc"
     text = resources.files("streams.snapshot").joinpath("schemas", name).read_text()
-    schema: dict[str, Any] = json.loads(text)
-    return _without_docs(schema)
+    schema: dict[str, Any] = _without_docs(json.loads(text))
+    return schema
 
 
 def _without_docs(node: Any) -> Any:

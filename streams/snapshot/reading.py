@@ -14,9 +14,8 @@ boundaries. Either way the loaded state's digest must be the trailer's.
 
 from __future__ import annotations
 
-from typing import IO, Any, BinaryIO
-
 import json
+from typing import IO, Any, BinaryIO
 
 import fastavro
 from fastavro.schema import to_parsing_canonical_form
