@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from redis8.tcl import Client
 
+from redis8.tcl import Client
 from streams.node.memory import MemoryLog
 from streams.node.node import NodeOptions, RegionNode
 from topology.config import RegionConfig, Topology

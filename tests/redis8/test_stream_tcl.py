@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from redis8.tcl import Client, after, assert_error, dict_get
+from redis8.tcl import Client, assert_error, dict_get
 
 ID = re.compile(r"^[0-9]+-[0-9]+$")
 
