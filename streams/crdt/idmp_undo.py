@@ -28,9 +28,8 @@ class IdmpUndo:
         named = [(body.origin, body.id)]
         if self.saved is not None:
             producer = self.saved.producers.get(body.pid)
-            record = None if producer is None else producer.records.get(body.iid)
-            if record is not None:
-                named.append((record.origin, record.id))
+            records = () if producer is None else producer.records.get(body.iid, ())
+            named += [(record.origin, record.id) for record in records]
         for origin, sid in named:
             log = ks.entries.logs.get(origin)
             if log is not None:

@@ -221,11 +221,11 @@ class State:
 
     def _apply_idmp(self, op: ops.Op, body: ops.Idmp) -> None:
         ks = self._key(body.key)
-        loser = ks.idmp_state().record(
+        losers = ks.idmp_state().record(
             body.pid, body.iid, body.origin, body.id, (op.origin, op.seq), op.ts_ms, op.observed()
         )
-        if loser is not None:
-            ks.remove_entry(loser[1], loser[0])
+        for sid, origin in losers:
+            ks.remove_entry(origin, sid)
         if self._tombstoned is not None:
             self._tombstoned.add(body.key)
 
@@ -401,10 +401,8 @@ def _del_idmp(ks: KeyState, op: ops.Op) -> None:
     _ts, origin, seq = idmp.stamp
     if idmp.config is not None and observed.get(origin, 0) >= seq:
         idmp.config, idmp.stamp = None, (0, 0, 0)
-    idmp.added = sum(len(p.records) for p in idmp.producers.values())
+    idmp.added = idmp.live_records()
     idmp.duplicates = 0
-    if not idmp.producers and idmp.config is None:
-        ks.idmp = None
 
 
 _REPLICATED: dict[type, Callable[[State, ops.Op, Any], None]] = {

@@ -276,8 +276,7 @@ def _idmp_meta(idmp: IdmpState) -> dict[str, Any]:
         "stamp": list(idmp.stamp),
         "added": idmp.added,
         "duplicates": idmp.duplicates,
-        "producers": [{"pid": pid, "count": p.count} for pid, p in sorted(idmp.producers.items())],
-        "record_count": sum(len(p.records) for p in idmp.producers.values()),
+        "record_count": sum(1 for _record in idmp.records()),
     }
 
 
@@ -293,7 +292,8 @@ def _idmp_records(key: bytes, idmp: IdmpState) -> Iterator[dict[str, Any]]:
                     "id": _id_out(r.id),
                     "dot": {"origin": r.dot[0], "seq": r.dot[1]},
                     "ts_ms": r.ts_ms,
-                    "pos": r.pos,
+                    "cleared": r.cleared,
+                    "lost": r.lost,
                 }
                 for pid, iid, r in chunk
             ],

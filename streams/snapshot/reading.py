@@ -235,9 +235,6 @@ class _Builder:
         ts, origin, seq = (int(v) for v in m["stamp"])
         idmp.stamp = (ts, origin, seq)
         idmp.added, idmp.duplicates = int(m["added"]), int(m["duplicates"])
-        for p in m["producers"]:
-            producer = idmp.producers[bytes(p["pid"])] = IdmpProducer()
-            producer.count = int(p["count"])
         self.idmp_left = int(m["record_count"])
         return idmp
 
@@ -246,13 +243,15 @@ class _Builder:
         if ks.idmp is None or len(b["records"]) > self.idmp_left:
             raise self.fail(f"key {self.key!r}: IDMP records its KeyMeta does not announce")
         for r in b["records"]:
-            producer = ks.idmp.producers.get(bytes(r["pid"]))
+            pid = bytes(r["pid"])
+            producer = ks.idmp.producers.get(pid)
             if producer is None:
-                raise self.fail(f"key {self.key!r}: IDMP record of an unannounced producer")
+                producer = ks.idmp.producers[pid] = IdmpProducer()
             dot = (int(r["dot"]["origin"]), int(r["dot"]["seq"]))
-            producer.records[bytes(r["iid"])] = IdmpRecord(
-                int(r["origin"]), _id_in(r["id"]), dot, int(r["ts_ms"]), int(r["pos"])
+            record = IdmpRecord(
+                int(r["origin"]), _id_in(r["id"]), dot, int(r["ts_ms"]), r["cleared"], r["lost"]
             )
+            producer.add(bytes(r["iid"]), record)
         self.idmp_left -= len(b["records"])
 
     def _current(self, b: dict[str, Any], what: str) -> KeyState:
