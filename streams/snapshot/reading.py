@@ -228,7 +228,8 @@ class _Builder:
         self.expected = {"entries": int(b["entry_count"]), "groups": int(b["group_count"])}
         self.keys += 1
 
-    def _idmp(self, m: dict[str, Any]) -> IdmpState:
+    def _idmp(self, union: Any) -> IdmpState:
+        m: dict[str, Any] = union[1] if isinstance(union, tuple) else union  # (name, record)
         idmp = IdmpState()
         if m["duration_s"] is not None and m["maxsize"] is not None:
             idmp.config = (int(m["duration_s"]), int(m["maxsize"]))
