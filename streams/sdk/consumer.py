@@ -240,7 +240,7 @@ class GroupConsumer:
             await self._acks.flush(ep)  # what follows reads the PEL: let it see the acks
         if now >= self._next_metrics:
             await self._report(ep)
-        if now >= self._next_sweep and not self._features.claim:
+        if now >= self._next_sweep:
             await self._sweep(ep)
         if time.monotonic() >= self._pending_due:
             await self._own_pending(ep)
@@ -253,6 +253,7 @@ class GroupConsumer:
         if ep.url in self._ready:
             return
         self._features = await self.capabilities.of(ep, self.stream)
+        self._next_sweep = float("inf") if self._features.claim else 0.0  # CLAIM: no sweep
         await ensure_group(ep, self.stream, self.group, self.start_id)
         self._ready.add(ep.url)
 
