@@ -140,6 +140,8 @@ def _claim_wait(ks: KeyState, group: Group, min_idle: int, now_ms: int) -> int |
     return max(1, min(waits)) if waits else None
 
 
+# XREADGROUP GROUP group consumer [COUNT count] [BLOCK milliseconds] [CLAIM min-idle-time]
+#            [NOACK] STREAMS key [key ...] id [id ...]
 def xreadgroup(ctx: Context, args: list[bytes]) -> Result:
     parsed = parse_read_args(args, group=True)
     assert parsed.group is not None and parsed.consumer is not None
