@@ -17,8 +17,7 @@ One loop step (`run_once`), in this order:
    the `Retry(after_ms)` the handler raised) first;
 4. otherwise new entries: `XREADGROUP ... BLOCK block_ms [CLAIM claim_idle_ms] ... >`.
 
-On stop, entries read but not handled are handed back: XNACK SILENT (the delivery not counted),
-else XCLAIM ... IDLE claim_idle_ms (`streams.sdk.capabilities`, `streams.sdk.sweeping`).
+On stop, entries read but not handled go back by XNACK SILENT, else XCLAIM ... IDLE (sweeping).
 
 Acks: an entry is acked only after its handler returned; a batch's acks go out as one `XACK
 stream group id...` pipelined with the next `XREADGROUP` (one round trip, one group commit of the
