@@ -260,3 +260,39 @@ def moved(slot: int, endpoint: str, port: int) -> CommandError:
 def unknown_node(node: bytes) -> CommandError:
     """`Unknown node %s` of the argument as a C string."""
     return CommandError(UNKNOWN_NODE_FMT.format(node=c_text(node)))
+
+
+# --- the stream commands of Redis 8 (t_stream.c of redis/redis, 8.2 to 8.8; the texts the newest
+# tests/unit/type/stream*.tcl match, completed from clients checked against a live 8.x server) --
+
+NUMIDS_NOT_POSITIVE = "ERR Number of IDs must be a positive integer"
+"""XDELEX / XACKDEL: `IDS numids` that is not an integer >= 1."""
+NUMIDS_MISMATCH = "ERR The `numids` parameter must match the number of arguments"
+"""XDELEX / XACKDEL: fewer IDs after `IDS numids` than numids (more is a syntax error)."""
+IDMP_WITH_EXPLICIT_ID = "ERR IDMP/IDMPAUTO can be used only with auto-generated IDs"
+IDMP_TWICE = "ERR IDMP/IDMPAUTO specified multiple times"
+IDMP_EMPTY_PID = "ERR IDMP requires a non-empty producer ID"
+IDMP_EMPTY_IID = "ERR IDMP requires a non-empty idempotent ID"
+IDMPAUTO_EMPTY_PID = "ERR IDMPAUTO requires a non-empty producer ID"
+XCFGSET_NO_PARAMETER = "ERR At least one parameter (IDMP-DURATION or IDMP-MAXSIZE) is required"
+IDMP_DURATION_RANGE = "ERR IDMP-DURATION must be between 1 and 86400 seconds"
+IDMP_MAXSIZE_RANGE = "ERR IDMP-MAXSIZE must be between 1 and 10000 entries"
+CLAIM_NOT_INTEGER = "ERR min-idle-time is not an integer or out of range"
+"""XREADGROUP CLAIM with a value `string2ll` refuses (`-0`, `+10`, `5.5` ...)."""
+CLAIM_NEGATIVE = "ERR min-idle-time must be a positive integer"
+CLAIM_ONLY_XREADGROUP = "ERR The CLAIM option is only supported by XREADGROUP"
+XNACK_MODE = "ERR mode must be SILENT, FAIL, or FATAL"
+XNACK_UNRECOGNIZED_FMT = "ERR Unrecognized XNACK option '{opt}'"
+XNACK_NO_IDS = "ERR syntax error, expected IDS keyword"
+XNACK_NUMIDS_NOT_POSITIVE = "ERR numids must be a positive integer"
+XNACK_NUMIDS_MISMATCH = "ERR number of IDs doesn't match numids"
+XNACK_RETRYCOUNT_NEGATIVE = "ERR Invalid RETRYCOUNT value, must be >= 0"
+
+
+def xnack_unrecognized(opt: bytes) -> CommandError:
+    return CommandError(XNACK_UNRECOGNIZED_FMT.format(opt=c_text(opt)))
+
+
+XIDMPRECORD_NO_ENTRY = "ERR No such message in stream"
+"""XIDMPRECORD naming an ID no entry has (Redis's internal command: its tests do not pin it; the
+text is the one third-party servers answer)."""

@@ -70,6 +70,7 @@ class Counts:
     other_keys: int = 0
     empty_streams: int = 0
     ttl_dropped: int = 0
+    idmp_windows: int = 0
 
 
 def add_parser(sub: Any) -> None:
@@ -316,6 +317,18 @@ def _stream(
     _write(node, key, batch, counts, shown)
     counts.streams += 1
     _groups(source, node, key, info, counts)
+    _idmp_window(node, key, info, counts)
+
+
+def _idmp_window(node: redis.Redis, key: bytes, info: dict[bytes, Any], counts: Counts) -> None:
+    """A Redis 8.6 source's IDMP window (XINFO STREAM idmp-duration / idmp-maxsize), set with
+    XCFGSET so it replicates with the stream. Its IIDs cannot be carried: no command reads them
+    (only DUMP and the AOF hold them), so a retry of an XADD first sent to the source adds anew."""
+    duration, maxsize = info.get(b"idmp-duration"), info.get(b"idmp-maxsize")
+    if duration is None or maxsize is None:
+        return  # a Redis 7 source has no IDMP
+    _call(node, "XCFGSET", key, "IDMP-DURATION", duration, "IDMP-MAXSIZE", maxsize)
+    counts.idmp_windows += 1
 
 
 def _earlier_import(
@@ -468,5 +481,10 @@ def _summary(counts: Counts, elapsed: float, out: Any) -> None:
         )
     if counts.ttl_dropped:
         lines.append(f"{counts.ttl_dropped} stream(s) had a TTL in the source, not carried")
+    if counts.idmp_windows:
+        lines.append(
+            f"{counts.idmp_windows} stream(s) kept their IDMP window (XCFGSET); their IDMP "
+            "history cannot be read from the source and was not carried"
+        )
     for line in lines:
         print(line, file=out)

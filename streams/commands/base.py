@@ -27,15 +27,27 @@ class Context:
     A plain class with `Final` attributes (read-only to mypy), not a frozen dataclass: one is
     made per command, and a frozen dataclass's constructor is the dataclass module's Python
     `__init__` even in the compiled core (2.4 % of a node at pipeline 16, py-spy).
+
+    `regions` are the topology's regions (this one included), which a decision about every
+    region's PELs needs (XDELEX / XTRIM ... ACKED); empty means this region alone (one region, or
+    a read-only view that decides nothing of the kind).
     """
 
-    __slots__ = ("state", "region", "mode", "now_ms")
+    __slots__ = ("state", "region", "mode", "now_ms", "regions")
 
-    def __init__(self, state: Keyspace, region: int, mode: IdMode, now_ms: int) -> None:
+    def __init__(
+        self,
+        state: Keyspace,
+        region: int,
+        mode: IdMode,
+        now_ms: int,
+        regions: tuple[int, ...] = (),
+    ) -> None:
         self.state: Final = state
         self.region: Final = region
         self.mode: Final = mode
         self.now_ms: Final = now_ms
+        self.regions: Final = regions or (region,)
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,9 @@ class BlockRequest:
     rerun: Command | None = field(default=None, compare=False)
     """The row to re-run with, when it is not the command's own (XREADGROUP's re-run answers
     Redis's unblocking errors when the key or group went away meanwhile)."""
+    retry_ms: int | None = None
+    """Run again after this many milliseconds even if no key changed: XREADGROUP ... CLAIM
+    waiting for a pending entry to become idle enough (time passing changes no key)."""
 
 
 @dataclass

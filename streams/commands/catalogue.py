@@ -1,6 +1,7 @@
 """The command catalogue: every command's metadata, Redis's as data and this database's own.
 
-`REDIS` holds what redis-server 7.0.15 says about each of its commands and subcommands
+`REDIS` holds what redis-server 7.0.15 says about each of its commands and subcommands, and the
+stream commands Redis added since (`redis8_commands.json`)
 (`container|sub`): arity, flags, key positions, ACL categories, tips (`COMMAND INFO`) and summary,
 version, group, complexity (`COMMAND DOCS`). It is read from `redis7_commands.json`, which
 `scripts/gen_command_catalogue.py` writes from a real redis-server's own answers; nothing in it
@@ -27,6 +28,10 @@ from streams import REDIS_COMPAT_VERSION, __version__, errors
 from streams.errors import CommandError
 
 DATA_FILE = "redis7_commands.json"
+REDIS8_FILE = "redis8_commands.json"
+"""The stream commands Redis added after 7.0 (XDELEX, XACKDEL, XCFGSET, XNACK, XIDMPRECORD), in
+the same shape, from their `src/commands/*.json` in redis/redis (the first line names the
+commits). The options added to existing commands (XADD, XTRIM, XREADGROUP) change no metadata."""
 
 DATA_GROUPS = frozenset(
     {"string", "list", "hash", "set", "sorted-set", "hyperloglog", "geo", "bitmap", "generic"}
@@ -64,8 +69,9 @@ def _load() -> dict[str, Spec]:
             f"{DATA_FILE} describes Redis {header['redis_version']}, not "
             f"{REDIS_COMPAT_VERSION}: run scripts/gen_command_catalogue.py"
         )
+    newer = resources.files("streams.commands").joinpath(REDIS8_FILE).read_text().splitlines()
     out: dict[str, Spec] = {}
-    for line in lines[1:]:
+    for line in lines[1:] + newer[1:]:
         d = json.loads(line)
         first, last, step = d["keys"]
         out[d["name"]] = Spec(

@@ -23,11 +23,12 @@ class Executed:
     block: BlockRequest | None = None
 
 
-def context(region: Region, now_ms: int) -> Context:
-    return Context(region.state, region.id, region.mode, now_ms)
+def context(region: Region, now_ms: int, regions: tuple[int, ...] = ()) -> Context:
+    return Context(region.state, region.id, region.mode, now_ms, regions)
 
 
-def run(region: Region, args: list[bytes], now_ms: int) -> Executed:
-    result = dispatch(context(region, now_ms), args)
+def run(region: Region, args: list[bytes], now_ms: int, regions: tuple[int, ...] = ()) -> Executed:
+    """`regions`: the simulated topology (ACKED consults every region's announced frontier)."""
+    result = dispatch(context(region, now_ms, regions), args)
     replicated, local = region.issue_all(result.effects, now_ms)
     return Executed(result.reply, replicated, local, result.block)

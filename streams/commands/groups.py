@@ -13,11 +13,13 @@ then the ID, so the same bad input fails with the same error as on a real server
 from __future__ import annotations
 
 from streams import errors
-from streams.commands import pel, readgroup
+from streams.commands import nack, pel, readgroup, refs
 from streams.commands.base import Command, Context, Result, command, container, eq, parse_int
 from streams.commands.groupview import dollar_cursors, find_group, help_reply, pel_keys_between
+from streams.commands.trimming import RefPolicy
 from streams.crdt import ops
-from streams.crdt.groups import Group
+from streams.crdt.groups import Group, PelKey
+from streams.crdt.ops import Body
 from streams.crdt.state import KeyState
 from streams.errors import CommandError
 from streams.ids import StreamID, parse_id
@@ -148,6 +150,45 @@ def xack(ctx: Context, args: list[bytes]) -> Result:
     return Result(len(acked), [ops.Ack(args[1], args[2], tuple(hit))])
 
 
+# XACKDEL key group [KEEPREF | DELREF | ACKED] IDS numids id [id ...]
+def xackdel(ctx: Context, args: list[bytes]) -> Result:
+    """XACK then XDELEX per ID: -1 not pending in the group (or no key / group), 1 acknowledged
+    and deleted, 2 acknowledged and kept (ACKED: another group, here or in another region, still
+    refers to it). KEEPREF and DELREF report 1 even for an entry already gone: its reference was
+    what remained, and it is acknowledged."""
+    parsed = refs.parse_ids_args(args, 3)
+    found = find_group(ctx.state, args[1], args[2])
+    if found is None:
+        return Result([-1] * len(parsed.ids))
+    ks, group = found
+    replies: list[int] = []
+    hit: list[StreamID] = []
+    acked: set[tuple[bytes, PelKey]] = set()
+    for sid in parsed.ids:
+        keys = [k for k in pel_keys_between(group.pel, sid, sid) if (args[2], k) not in acked]
+        if not keys:
+            replies.append(-1)
+            continue
+        acked.update((args[2], k) for k in keys)
+        hit.append(sid)
+        replies.append(0)
+    doomed: list[StreamID] = []
+    frozen = frozenset(acked)
+    for at, sid in enumerate(parsed.ids):
+        if replies[at] == -1 or sid in doomed:
+            continue
+        if parsed.policy is RefPolicy.ACKED and not refs.id_deletable(ctx, ks, sid, frozen):
+            replies[at] = 2
+            continue
+        replies[at] = 1
+        if ks.entries.has(sid):
+            doomed.append(sid)
+    out: list[Body] = [*refs.delete_ops(args[1], doomed, parsed.policy)]
+    if hit:
+        out.append(ops.Ack(args[1], args[2], tuple(hit)))
+    return Result(list(replies), out)
+
+
 COMMANDS: list[Command] = [
     container(
         "xgroup",
@@ -161,6 +202,8 @@ COMMANDS: list[Command] = [
         ],
     ),
     command("xack", xack),
+    command("xackdel", xackdel),
+    *nack.COMMANDS,
     *readgroup.COMMANDS,
     *pel.COMMANDS,
 ]

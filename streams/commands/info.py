@@ -1,4 +1,6 @@
-"""XINFO STREAM [FULL [COUNT n]], XINFO GROUPS, XINFO CONSUMERS, XINFO HELP: Redis 7.0 shapes.
+"""XINFO STREAM [FULL [COUNT n]], XINFO GROUPS, XINFO CONSUMERS, XINFO HELP: Redis 7.0 shapes,
+with Redis 8's additions to XINFO STREAM (the IDMP fields, 8.6; a group's nacked-count in FULL,
+8.8).
 
 Key/value replies are `Map`s, as Redis 7.0 answers them with addReplyMapLen: maps in RESP3, flat
 arrays in RESP2. Everything shown is what this region holds: groups are replicated, but their
@@ -31,6 +33,7 @@ from streams.commands.base import (
 )
 from streams.commands.groupview import help_reply, pel_keys_between
 from streams.crdt.groups import Group, pel_ref
+from streams.crdt.idmp import defaults as idmp_defaults
 from streams.crdt.lag import first_id, group_lag
 from streams.crdt.state import KeyState
 from streams.errors import CommandError
@@ -107,7 +110,7 @@ def xinfo_stream(ctx: Context, args: list[bytes]) -> Result:
     and looks the key up before parsing them."""
     ks = _key(ctx, args[2])
     if len(args) == 3:
-        return Result(_stream_map(ks))
+        return Result(_stream_map(ks, ctx.now_ms))
     if not eq(args[3], b"full"):
         raise errors.subcommand_syntax(args[0], args[1])
     count = 10
@@ -117,10 +120,10 @@ def xinfo_stream(ctx: Context, args: list[bytes]) -> Result:
         count = parse_int(args[5])
         if count < 0:
             count = 10
-    return Result(_full_map(ks, count))
+    return Result(_full_map(ks, count, ctx.now_ms))
 
 
-def _header(ks: KeyState) -> list[tuple[Reply, Reply]]:
+def _header(ks: KeyState, now_ms: int) -> list[tuple[Reply, Reply]]:
     tree_keys, tree_nodes = ks.entries.radix_tree()
     return [
         (b"length", ks.entries.length),
@@ -130,13 +133,30 @@ def _header(ks: KeyState) -> list[tuple[Reply, Reply]]:
         (b"max-deleted-entry-id", format_id(ks.max_deleted_id)),
         (b"entries-added", ks.entries_added),
         (b"recorded-first-entry-id", format_id(first_id(ks))),
+        *_idmp_fields(ks, now_ms),
     ]
 
 
-def _stream_map(ks: KeyState) -> Map:
+def _idmp_fields(ks: KeyState, now_ms: int) -> list[tuple[Reply, Reply]]:
+    """Redis 8.6's IDMP fields: the window in effect (the node's defaults if the stream never had
+    one), producers and IIDs in it now, and the lifetime counters (`streams.crdt.idmp`)."""
+    idmp = ks.idmp
+    duration_s, maxsize = idmp_defaults() if idmp is None else idmp.window()
+    pids, iids = (0, 0) if idmp is None else idmp.tracked(now_ms)
+    return [
+        (b"idmp-duration", duration_s),
+        (b"idmp-maxsize", maxsize),
+        (b"pids-tracked", pids),
+        (b"iids-tracked", iids),
+        (b"iids-added", 0 if idmp is None else idmp.added),
+        (b"iids-duplicates", 0 if idmp is None else idmp.duplicates),
+    ]
+
+
+def _stream_map(ks: KeyState, now_ms: int) -> Map:
     first = ks.entries.first()
     last = ks.entries.last()
-    pairs = _header(ks) + [
+    pairs = _header(ks, now_ms) + [
         (b"groups", len(ks.groups)),
         (b"first-entry", None if first is None else entry_reply(first[0], first[2])),
         (b"last-entry", None if last is None else entry_reply(last[0], last[2])),
@@ -149,9 +169,9 @@ def _limited(count: int) -> int | None:
     return None if count == 0 else count
 
 
-def _full_map(ks: KeyState, count: int) -> Map:
+def _full_map(ks: KeyState, count: int, now_ms: int) -> Map:
     entries = islice(ks.entries.range(MIN_ID, MAX_ID), _limited(count))
-    pairs = _header(ks) + [
+    pairs = _header(ks, now_ms) + [
         (b"entries", [entry_reply(sid, fields) for sid, _origin, fields in entries]),
         (b"groups", [_full_group(ks, name, ks.groups[name], count) for name in sorted(ks.groups)]),
     ]
@@ -162,8 +182,9 @@ def _full_group(ks: KeyState, name: bytes, group: Group, count: int) -> Map:
     pending: list[Reply] = []
     for key in islice(group.pel.keys(), _limited(count)):
         entry = group.pel[key]
+        owner = b"" if entry.consumer is None else entry.consumer  # NACKed: no owner
         pending.append(
-            [format_id(pel_ref(key)[1]), entry.consumer, entry.delivery_time, entry.delivery_count]
+            [format_id(pel_ref(key)[1]), owner, entry.delivery_time, entry.delivery_count]
         )
     consumers: list[Reply] = []
     for cname in sorted(group.consumers):
@@ -189,6 +210,7 @@ def _full_group(ks: KeyState, name: bytes, group: Group, count: int) -> Map:
             (b"entries-read", _entries_read(group)),
             (b"lag", group_lag(ks, group)),
             (b"pel-count", len(group.pel)),
+            (b"nacked-count", group.nacked()),
             (b"pending", pending),
             (b"consumers", consumers),
         )

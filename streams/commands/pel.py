@@ -81,6 +81,9 @@ def xpending(ctx: Context, args: list[bytes]) -> Result:
         if min_idle and idle < min_idle:
             continue
         count -= 1
+        if entry.consumer is None:  # NACKed: no owner, delivery time 0, idle shown as -1
+            rows.append([format_id(pel_ref(key)[1]), b"", -1, entry.delivery_count])
+            continue
         rows.append(
             [format_id(pel_ref(key)[1]), entry.consumer, max(0, idle), entry.delivery_count]
         )

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from streams import errors
 from streams.commands.base import eq, parse_int
 from streams.errors import CommandError
+from streams.numbers import string2ll
 
 
 @dataclass(frozen=True)
 class ReadArgs:
     """`count` is None for "no limit" (no COUNT, or COUNT <= 0 as Redis treats it);
-    `block_ms` is None without BLOCK and 0 for "block forever"."""
+    `block_ms` is None without BLOCK and 0 for "block forever"; `claim_ms` is XREADGROUP's
+    CLAIM min-idle-time (None without CLAIM; the last CLAIM given counts)."""
 
     count: int | None
     block_ms: int | None
@@ -28,10 +30,12 @@ class ReadArgs:
     noack: bool
     keys: tuple[bytes, ...]
     ids: tuple[bytes, ...]
+    claim_ms: int | None = None
 
 
 def parse_read_args(args: list[bytes], *, group: bool) -> ReadArgs:
-    """Parse `XREAD|XREADGROUP [GROUP g c] [COUNT n] [BLOCK ms] [NOACK] STREAMS k.. id..`.
+    """Parse `XREAD|XREADGROUP [GROUP g c] [COUNT n] [BLOCK ms] [CLAIM min-idle-time] [NOACK]
+    STREAMS k.. id..` (options in any order).
 
     `group` says which command this is (Redis looks at the command name): GROUP and NOACK are
     refused by XREAD, and XREADGROUP requires GROUP.
@@ -41,6 +45,7 @@ def parse_read_args(args: list[bytes], *, group: bool) -> ReadArgs:
     group_name: bytes | None = None
     consumer: bytes | None = None
     noack = False
+    claim_ms: int | None = None
     streams_at = 0
     i = 1
     while i < len(args):
@@ -65,6 +70,15 @@ def parse_read_args(args: list[bytes], *, group: bool) -> ReadArgs:
                 raise CommandError(errors.GROUP_ONLY_XREADGROUP)
             group_name, consumer = args[i + 1], args[i + 2]
             i += 2
+        elif eq(opt, b"claim") and more:
+            if not group:
+                raise CommandError(errors.CLAIM_ONLY_XREADGROUP)
+            i += 1
+            claim_ms = string2ll(args[i])
+            if claim_ms is None:
+                raise CommandError(errors.CLAIM_NOT_INTEGER)
+            if claim_ms < 0:
+                raise CommandError(errors.CLAIM_NEGATIVE)
         elif eq(opt, b"noack"):
             if not group:
                 raise CommandError(errors.NOACK_ONLY_XREADGROUP)
@@ -85,4 +99,5 @@ def parse_read_args(args: list[bytes], *, group: bool) -> ReadArgs:
         noack=noack,
         keys=tuple(args[streams_at : streams_at + half]),
         ids=tuple(args[streams_at + half :]),
+        claim_ms=claim_ms,
     )

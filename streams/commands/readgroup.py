@@ -6,8 +6,16 @@ still delivered: unlike XREAD, XREADGROUP never skips (seeds 000 / 004). An expl
 the consumer's PEL from that ID on, counting one more delivery per entry still in the stream and
 answering `[id, nil]` for entries deleted since.
 
-The handler reads the state and returns local ops (Deliver / TouchConsumer), one per served
-key, in argument order. Like Redis 7.0 it creates the consumer (and refreshes its seen time) only
+`CLAIM min-idle-time` (Redis 8.4) makes a `>` read first claim the group's pending entries idle
+at least that long (NACKed ones first, in NACK order, then the longest idle), then read new
+entries, within one COUNT; each claimed entry answers `[id, fields, idle, deliveries]` (the
+deliveries before this one), each new one `[id, fields, 0, 0]`. The claim is an ordinary `Claim`
+local op (ownership, delivery time, one more delivery), as XCLAIM's: it stays in this region.
+A blocking CLAIM read that finds nothing runs again when the oldest pending entry reaches the
+min-idle-time (`BlockRequest.retry_ms`), as Redis serves it when entries become claimable.
+
+The handler reads the state and returns local ops (Claim / Deliver / TouchConsumer), in
+argument order. Like Redis 7.0 it creates the consumer (and refreshes its seen time) only
 for the keys it serves: a `>` read that finds nothing new, or that blocks, leaves no trace (a
 blocked read creates the consumer when it is served after waking).
 """
@@ -24,7 +32,7 @@ from streams.commands.groupview import pel_keys_between
 from streams.commands.readargs import ReadArgs, parse_read_args
 from streams.crdt import ops
 from streams.crdt.entries import MergedEntry
-from streams.crdt.groups import Group, pel_ref
+from streams.crdt.groups import Group, PelKey, PendingEntry, pel_ref
 from streams.crdt.lag import entries_read_after
 from streams.crdt.ops import EntryRef
 from streams.crdt.state import KeyState, apply_local_to
@@ -87,6 +95,53 @@ def _history(
     return rows, again
 
 
+def _claimable(group: Group, min_idle: int, now_ms: int) -> list[tuple[PelKey, PendingEntry]]:
+    """The group's pending entries idle at least `min_idle`, in the order CLAIM takes them:
+    NACKed first in NACK order, then by delivery time (oldest first), then by ID."""
+    nacked: list[tuple[int, PelKey, PendingEntry]] = []
+    owned: list[tuple[int, PelKey, PendingEntry]] = []
+    for key, entry in group.pel.items():
+        if entry.consumer is None:
+            nacked.append((entry.nack_order, key, entry))
+        elif now_ms - entry.delivery_time >= min_idle:
+            owned.append((entry.delivery_time, key, entry))
+    nacked.sort(key=lambda t: (t[0], t[1]))
+    owned.sort(key=lambda t: (t[0], t[1]))
+    return [(key, entry) for _order, key, entry in nacked + owned]
+
+
+def _claim(
+    ks: KeyState, group: Group, min_idle: int, now_ms: int, count: int | None
+) -> tuple[list[Reply], list[EntryRef]]:
+    """CLAIM's rows and the entries it takes (those whose entry is gone are left alone)."""
+    rows: list[Reply] = []
+    taken: list[EntryRef] = []
+    for key, entry in _claimable(group, min_idle, now_ms):
+        if count is not None and len(taken) >= count:
+            break
+        origin, sid = pel_ref(key)
+        fields = ks.entries.get(origin, sid)
+        if fields is None:
+            continue
+        rows.append(
+            [format_id(sid), list(fields), now_ms - entry.delivery_time, entry.delivery_count]
+        )
+        taken.append((origin, sid))
+    return rows, taken
+
+
+def _claim_wait(ks: KeyState, group: Group, min_idle: int, now_ms: int) -> int | None:
+    """Milliseconds until the first owned pending entry (still in the stream) is idle enough."""
+    waits = [
+        entry.delivery_time + min_idle - now_ms
+        for key, entry in group.pel.items()
+        if entry.consumer is not None and ks.entries.get(key[2], (key[0], key[1])) is not None
+    ]
+    return max(1, min(waits)) if waits else None
+
+
+# XREADGROUP GROUP group consumer [COUNT count] [BLOCK milliseconds] [CLAIM min-idle-time]
+#            [NOACK] STREAMS key [key ...] id [id ...]
 def xreadgroup(ctx: Context, args: list[bytes]) -> Result:
     parsed = parse_read_args(args, group=True)
     assert parsed.group is not None and parsed.consumer is not None
@@ -102,27 +157,52 @@ def xreadgroup(ctx: Context, args: list[bytes]) -> Result:
             if key not in scratch:
                 scratch[key] = real.copy()
             group = scratch[key]
-        op: ops.LocalBody
+        made: list[ops.LocalBody] = []
         if after is None:
-            found = _limit(_new_entries(ks, group), parsed.count)
-            if not found:
+            claimed: list[Reply] = []
+            budget = parsed.count
+            if parsed.claim_ms is not None:
+                claimed, taken = _claim(ks, group, parsed.claim_ms, ctx.now_ms, budget)
+                if taken:
+                    made.append(_claim_op(key, name, consumer, ctx.now_ms, taken))
+                budget = None if budget is None else budget - len(taken)
+            found = _limit(_new_entries(ks, group), budget) if budget != 0 else []
+            if found:
+                read = entries_read_after(ks, group, (sid for sid, _o, _f in found))
+                refs = tuple((origin, sid) for sid, origin, _f in found)
+                made.append(ops.Deliver(key, name, consumer, ctx.now_ms, refs, parsed.noack, read))
+            if not made:
                 continue
-            read = entries_read_after(ks, group, (sid for sid, _o, _f in found))
-            refs = tuple((origin, sid) for sid, origin, _f in found)
-            op = ops.Deliver(key, name, consumer, ctx.now_ms, refs, parsed.noack, read)
-            served.append((key, [entry_reply(sid, f) for sid, _o, f in found]))
+            if parsed.claim_ms is None:
+                served.append((key, [entry_reply(sid, f) for sid, _o, f in found]))
+            else:
+                fresh: list[Reply] = [[format_id(sid), list(f), 0, 0] for sid, _o, f in found]
+                served.append((key, claimed + fresh))
         else:
             rows, again = _history(ks, group, consumer, after, parsed.count)
-            op = ops.TouchConsumer(key, name, consumer, ctx.now_ms, tuple(again))
+            made.append(ops.TouchConsumer(key, name, consumer, ctx.now_ms, tuple(again)))
             served.append((key, rows))
-        out.append(op)
+        out.extend(made)
         if key in repeated:
-            apply_local_to(ks, group, op)
+            for op in made:
+                apply_local_to(ks, group, op)
     if served:
         return Result(Map(tuple(served), nested=True), out, block_ms=parsed.block_ms)
     if parsed.block_ms is None:
         return Result(NULL_ARRAY, out)
-    return Result(NULL_ARRAY, out, BlockRequest(parsed.keys, parsed.block_ms, tuple(args), WOKEN))
+    retry = None
+    if parsed.claim_ms is not None:
+        waits = [_claim_wait(ks, g, parsed.claim_ms, ctx.now_ms) for _k, ks, g, _a in targets]
+        retry = min((w for w in waits if w is not None), default=None)
+    block = BlockRequest(parsed.keys, parsed.block_ms, tuple(args), WOKEN, retry)
+    return Result(NULL_ARRAY, out, block)
+
+
+def _claim_op(
+    key: bytes, group: bytes, consumer: bytes, now_ms: int, taken: list[EntryRef]
+) -> ops.Claim:
+    """CLAIM's claim: to `consumer`, delivered now, one more delivery (XCLAIM's op)."""
+    return ops.Claim(key, group, consumer, now_ms, tuple(taken), now_ms, None, True, (), None)
 
 
 def woken_xreadgroup(ctx: Context, args: list[bytes]) -> Result:

@@ -17,7 +17,7 @@ the node silently.
 from __future__ import annotations
 
 from streams import errors
-from streams.commands import catalogue, entries, groups, info, keys, reads
+from streams.commands import catalogue, entries, groups, idempotency, info, keys, reads
 from streams.commands.base import Command, Context, Result
 from streams.errors import CommandError
 
@@ -45,7 +45,7 @@ def check(table: dict[str, Command]) -> None:
 
 def _build() -> dict[str, Command]:
     table: dict[str, Command] = {}
-    for family in (entries, reads, groups, info, keys):
+    for family in (entries, reads, groups, info, keys, idempotency):
         for cmd in family.COMMANDS:
             if cmd.name in table:
                 raise RuntimeError(f"command {cmd.name} registered twice")

@@ -28,7 +28,16 @@ from streams.commands.base import eq, parse_int
 from streams.crdt.entries import EntryLogs, MergedEntry, node_limits
 from streams.crdt.ops import OriginIds
 from streams.errors import CommandError
-from streams.ids import MAX_ID, MIN_ID, U64_MAX, StreamID, XAddIdSpec, parse_id, parse_xadd_id
+from streams.ids import (
+    MAX_ID,
+    MIN_ID,
+    U64_MAX,
+    StreamID,
+    XAddIdKind,
+    XAddIdSpec,
+    parse_id,
+    parse_xadd_id,
+)
 
 
 def default_approx_limit() -> int:
@@ -41,6 +50,26 @@ class Strategy(Enum):
     NONE = 0
     MAXLEN = 1
     MINID = 2
+
+
+class RefPolicy(Enum):
+    """What a delete does to the consumer groups' references (Redis 8.2: XADD, XTRIM, XDELEX,
+    XACKDEL): KEEPREF (the default) leaves the PELs as they are, DELREF removes the deleted
+    entries from every PEL, ACKED deletes only entries every group has delivered and
+    acknowledged (`streams.commands.refs`)."""
+
+    KEEPREF = b"keepref"
+    DELREF = b"delref"
+    ACKED = b"acked"
+
+
+def ref_policy(raw: bytes) -> RefPolicy | None:
+    """The policy a word names (any case), else None."""
+    word = raw.lower()
+    for policy in RefPolicy:
+        if word == policy.value:
+            return policy
+    return None
 
 
 class TrimArgs:
@@ -56,16 +85,28 @@ class TrimArgs:
         self.limit = 0
         self.nomkstream = False
         self.xadd_id: XAddIdSpec | None = None
+        self.refs = RefPolicy.KEEPREF
+        self.idmp_pid: bytes | None = None
+        """XADD IDMP / IDMPAUTO's producer ID (None: neither)."""
+        self.idmp_iid: bytes | None = None
+        """IDMP's idempotent ID; None with a producer ID: IDMPAUTO (the fields make it)."""
 
 
 def parse_trim_args(args: list[bytes], start: int, *, xadd: bool) -> tuple[TrimArgs, int]:
-    """Redis's streamParseAddOrTrimArgsOrReply. Returns the args and, for XADD, the ID's index.
+    """Redis's streamParseAddOrTrimArgsOrReply (8.6: with KEEPREF | DELREF | ACKED, and for XADD
+    IDMP / IDMPAUTO). Returns the args and, for XADD, the ID's index.
+
+    XADD key [NOMKSTREAM] [KEEPREF | DELREF | ACKED] [IDMPAUTO pid | IDMP pid iid]
+         [<MAXLEN | MINID> [= | ~] threshold [LIMIT count]] <* | id> field value [...]
+    XTRIM key <MAXLEN | MINID> [= | ~] threshold [LIMIT count] [KEEPREF | DELREF | ACKED]
+    (options in any order; a second policy word is read as XADD's ID, or is XTRIM's syntax
+    error, as in Redis).
 
     For XADD the ID is parsed where the options end, as Redis does, so a bad ID is reported
     before the checks that follow the option loop (LIMIT without a strategy...).
     """
     parsed = TrimArgs()
-    limit_given = False
+    limit_given = refs_given = False
     i = start
     while i < len(args):
         more = len(args) - 1 - i
@@ -105,8 +146,18 @@ def parse_trim_args(args: list[bytes], start: int, *, xadd: bool) -> tuple[TrimA
             i += 1
         elif xadd and eq(opt, b"nomkstream"):
             parsed.nomkstream = True
+        elif not refs_given and (policy := ref_policy(opt)) is not None:
+            parsed.refs, refs_given = policy, True
+        elif xadd and eq(opt, b"idmpauto") and more:
+            _idmp_once(parsed, args[i + 1], None)
+            i += 1
+        elif xadd and eq(opt, b"idmp") and more >= 2:
+            _idmp_once(parsed, args[i + 1], args[i + 2])
+            i += 2
         elif xadd:
             parsed.xadd_id = parse_xadd_id(opt)
+            if parsed.idmp_pid is not None and parsed.xadd_id.kind is not XAddIdKind.AUTO:
+                raise CommandError(errors.IDMP_WITH_EXPLICIT_ID)
             break
         else:
             raise CommandError(errors.SYNTAX)
@@ -123,6 +174,17 @@ def parse_trim_args(args: list[bytes], start: int, *, xadd: bool) -> tuple[TrimA
     else:
         parsed.limit = 0
     return parsed, i
+
+
+def _idmp_once(parsed: TrimArgs, pid: bytes, iid: bytes | None) -> None:
+    """IDMP pid iid / IDMPAUTO pid, at most once, with Redis's checks in its order."""
+    if parsed.idmp_pid is not None:
+        raise CommandError(errors.IDMP_TWICE)
+    if not pid:
+        raise CommandError(errors.IDMPAUTO_EMPTY_PID if iid is None else errors.IDMP_EMPTY_PID)
+    if iid is not None and not iid:
+        raise CommandError(errors.IDMP_EMPTY_IID)
+    parsed.idmp_pid, parsed.idmp_iid = pid, iid
 
 
 class TrimPlan:

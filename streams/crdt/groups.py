@@ -6,17 +6,40 @@ create concurrent with it, so a create survives only when its causal context cov
 tombstone of its name and every DEL tombstone of its key.
 
 Everything else is local to the region that made it: per-origin delivery cursors, the PEL,
-consumers, entries-read. Only the consecutive-XACK effect crosses regions, and it only raises
-cursors.
+consumers, entries-read. Only the consecutive-XACK effect crosses regions: it raises cursors, and
+each group remembers, per region, the highest frontier that region has announced
+(`region_acks`): what ACKED deletes consult for the PELs of the other regions
+(docs/architecture.md, "Redis 8 across regions").
+
+A NACKed pending entry (XNACK) has no consumer (`consumer` is None), delivery time 0 and a
+place in the group's NACK order (`nack_order`, from the group's `nack_seq`): claims take NACKed
+entries first, in that order.
 """
 
 from __future__ import annotations
+
+from enum import IntEnum
 
 from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedDict, SortedSet
 
 from streams.crdt.ops import EntryRef
-from streams.ids import StreamID
+from streams.ids import MIN_ID, StreamID
+
+LLONG_MAX = 2**63 - 1
+"""XNACK FATAL's delivery count (Redis's LLONG_MAX)."""
+
+
+class NackMode(IntEnum):
+    """XNACK's mode: what happens to the delivery count of an entry handed back."""
+
+    SILENT = 0
+    """One delivery less (not below 0): the consumer never really had it."""
+    FAIL = 1
+    """Unchanged: a delivery that failed."""
+    FATAL = 2
+    """LLONG_MAX: never to be retried by a consumer counting deliveries."""
+
 
 PelKey = tuple[int, int, int]
 """(ms, seq, origin): PEL order is ID order, duplicates by region id."""
@@ -39,12 +62,18 @@ def pel_ref(key: PelKey) -> EntryRef:
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class PendingEntry:
-    __slots__ = ("consumer", "delivery_time", "delivery_count")
+    """`consumer` None: NACKed (unowned), delivery time 0, `nack_order` its place among the
+    group's NACKed entries (0 when owned)."""
 
-    def __init__(self, consumer: bytes, delivery_time: int, delivery_count: int) -> None:
+    __slots__ = ("consumer", "delivery_time", "delivery_count", "nack_order")
+
+    def __init__(
+        self, consumer: bytes | None, delivery_time: int, delivery_count: int, nack_order: int = 0
+    ) -> None:
         self.consumer = consumer
         self.delivery_time = delivery_time
         self.delivery_count = delivery_count
+        self.nack_order = nack_order
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -69,6 +98,8 @@ class Group:
         "consumers",
         "entries_read",
         "ack_sent",
+        "region_acks",
+        "nack_seq",
     )
 
     def __init__(
@@ -84,8 +115,12 @@ class Group:
         self.pel: SortedDict = SortedDict()
         self.consumers: dict[bytes, Consumer] = {}
         self.entries_read = entries_read
-        # What this region last replicated as its consecutive-XACK frontier (per origin).
+        # The cursors the group was created with: the frontier every region starts from.
         self.ack_sent: dict[int, StreamID] = dict(cursors)
+        # Per region, the highest consecutive-XACK frontier it announced (per origin): the
+        # replicated ops say it, so every region holds the same (this one's included).
+        self.region_acks: dict[int, dict[int, StreamID]] = {}
+        self.nack_seq = 0
 
     def cursor(self, origin: int) -> StreamID:
         return self.cursors.get(origin, self.default_cursor)
@@ -95,8 +130,12 @@ class Group:
         effect before its ops are applied (the same key named twice in one XREADGROUP)."""
         twin = Group(self.name, self.default_cursor, dict(self.cursors), self.entries_read)
         twin.ack_sent = dict(self.ack_sent)
+        twin.region_acks = {r: dict(f) for r, f in self.region_acks.items()}
+        twin.nack_seq = self.nack_seq
         for key, entry in self.pel.items():
-            twin.pel[key] = PendingEntry(entry.consumer, entry.delivery_time, entry.delivery_count)
+            twin.pel[key] = PendingEntry(
+                entry.consumer, entry.delivery_time, entry.delivery_count, entry.nack_order
+            )
         for name, consumer in self.consumers.items():
             clone = twin.consumers[name] = Consumer(name, consumer.seen_time)
             clone.pending.update(consumer.pending)
@@ -125,7 +164,7 @@ class Group:
         key = pel_key(ref)
         old = self.pel.get(key)
         if old is not None:
-            self.consumers[old.consumer].pending.discard(key)
+            self._disown(key, old)
             old.consumer = consumer.name
             old.delivery_time = now_ms
             old.delivery_count = 1
@@ -133,24 +172,72 @@ class Group:
             self.pel[key] = PendingEntry(consumer.name, now_ms, 1)
         consumer.pending.add(key)
 
+    def _disown(self, key: PelKey, entry: PendingEntry) -> None:
+        """Take a pending entry from its owner's list (a NACKed one has none)."""
+        if entry.consumer is not None:
+            owner = self.consumers.get(entry.consumer)
+            if owner is not None:
+                owner.pending.discard(key)
+        entry.nack_order = 0
+
+    def take(self, key: PelKey, consumer: Consumer) -> PendingEntry:
+        """Give a pending entry to `consumer` (a claim)."""
+        entry: PendingEntry = self.pel[key]
+        if entry.consumer != consumer.name or entry.nack_order:
+            self._disown(key, entry)
+            entry.consumer = consumer.name
+            consumer.pending.add(key)
+        return entry
+
+    def nack(self, ref: EntryRef, mode: int, retry_count: int | None) -> None:
+        """Hand a pending entry back unowned (added when not pending: FORCE), at the end of the
+        NACK order."""
+        key = pel_key(ref)
+        entry = self.pel.get(key)
+        if entry is None:
+            entry = self.pel[key] = PendingEntry(None, 0, 0)
+        else:
+            self._disown(key, entry)
+        entry.consumer = None
+        entry.delivery_time = 0
+        self.nack_seq += 1
+        entry.nack_order = self.nack_seq
+        if retry_count is not None:
+            entry.delivery_count = retry_count
+        elif mode == NackMode.SILENT:
+            entry.delivery_count = max(0, entry.delivery_count - 1)
+        elif mode == NackMode.FATAL:
+            entry.delivery_count = LLONG_MAX
+
+    def nacked(self) -> int:
+        """XINFO STREAM FULL's nacked-count."""
+        return sum(1 for entry in self.pel.values() if entry.consumer is None)
+
+    def acked_here(self, ref: EntryRef) -> bool:
+        """Redis's ACKED test in this region: the group delivered the entry (its cursor for the
+        entry's origin is past it) and it is not pending."""
+        return ref[1] <= self.cursor(ref[0]) and pel_key(ref) not in self.pel
+
+    def announced(self, region: int, origin: int) -> StreamID:
+        """The highest frontier `region` announced for `origin`, at least the creation cursor
+        (below it nothing was ever delivered by `>`)."""
+        start = self.ack_sent.get(origin, self.default_cursor)
+        said = self.region_acks.get(region, {}).get(origin, MIN_ID)
+        return max(start, said)
+
     def ack(self, sid: StreamID) -> int:
         """Acknowledge every pending entry carrying this ID (duplicates: all origins)."""
         lo = (sid[0], sid[1], 0)
         hi = (sid[0], sid[1], 1 << 30)
         keys = list(self.pel.irange(lo, hi))
         for key in keys:
-            entry = self.pel.pop(key)
-            owner = self.consumers.get(entry.consumer)
-            if owner is not None:
-                owner.pending.discard(key)
+            self._disown(key, self.pel.pop(key))
         return len(keys)
 
     def drop_pending(self, key: PelKey) -> None:
         entry = self.pel.pop(key, None)
         if entry is not None:
-            owner = self.consumers.get(entry.consumer)
-            if owner is not None:
-                owner.pending.discard(key)
+            self._disown(key, entry)
 
     def delete_consumer(self, name: bytes) -> int:
         consumer = self.consumers.pop(name, None)

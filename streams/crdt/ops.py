@@ -96,7 +96,63 @@ class AckEffect:
     frontier: OriginIds
 
 
-ReplicatedBody = XAdd | Del | XDel | XTrim | XSetId | GroupCreate | GroupDestroy | AckEffect
+@dataclass(frozen=True, slots=True)
+class DropRefs:
+    """DELREF (XDELEX, XACKDEL, XADD / XTRIM ... DELREF): every group of every region forgets its
+    pending references to the entries of origin o with ID <= thresholds[o] and to every entry
+    carrying one of `ids`. Issued right after the XDel / XTrim it goes with, so it names exactly
+    the entries that op removed (an origin's IDs grow with its seqs)."""
+
+    key: bytes
+    thresholds: OriginIds
+    ids: tuple[StreamID, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Idmp:
+    """XADD IDMP / IDMPAUTO (and XIDMPRECORD): producer `pid`'s idempotent ID `iid` names the
+    entry (origin, id). Two concurrent records of one (pid, iid) keep the entry lowest in
+    (ID, origin) order and remove the other (`streams.crdt.idmp`)."""
+
+    key: bytes
+    pid: bytes
+    iid: bytes
+    origin: int
+    id: StreamID
+
+
+@dataclass(frozen=True, slots=True)
+class IdmpDuplicate:
+    """An XADD IDMP that found its (pid, iid) and added nothing: XINFO STREAM's iids-duplicates."""
+
+    key: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class StreamConfig:
+    """XCFGSET: the stream's IDMP window (last writer wins by (time, origin)); `clear`: a value
+    changed, so the IID history the issuer observed is forgotten."""
+
+    key: bytes
+    duration_s: int
+    maxsize: int
+    clear: bool
+
+
+ReplicatedBody = (
+    XAdd
+    | Del
+    | XDel
+    | XTrim
+    | XSetId
+    | GroupCreate
+    | GroupDestroy
+    | AckEffect
+    | DropRefs
+    | Idmp
+    | IdmpDuplicate
+    | StreamConfig
+)
 """Every replicated body type: the one list (`REPLICATED_TYPES`, the codec, the schema check and
 `State`'s apply table follow it)."""
 
@@ -200,7 +256,21 @@ class DelConsumer:
     consumer: bytes
 
 
-LocalBody = Deliver | TouchConsumer | Ack | Claim | SetId | DelConsumer
+@dataclass(frozen=True, slots=True)
+class Nack:
+    """XNACK: the entries go back to the group unowned (NACKed: delivery time 0, claimable at
+    once, claimed first in the order they were NACKed). An entry not pending is added unowned
+    (FORCE; the command names only entries that exist). `mode` is a `NackMode`; `retry_count`,
+    if given, is the delivery count instead of the mode's."""
+
+    key: bytes
+    group: bytes
+    entries: tuple[EntryRef, ...]
+    mode: int
+    retry_count: int | None
+
+
+LocalBody = Deliver | TouchConsumer | Ack | Claim | SetId | DelConsumer | Nack
 """Every local body type: the one list, as `ReplicatedBody`."""
 
 

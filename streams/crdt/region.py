@@ -122,6 +122,11 @@ class Region:
         for ready in released:
             self.state.apply(ready)
             self._learn(ready)
+            body = ready.body
+            if type(body) is ops.AckEffect and ready.origin != self.id:
+                # Our cursors moved: announce our own frontier in turn, so that the regions
+                # deciding ACKED deletes learn what is (not) pending here.
+                self._dirty_acks.add((body.key, body.group))
         return released
 
     def receive_unit(self, unit: list[ops.Op]) -> list[ops.Op]:
@@ -163,9 +168,10 @@ class Region:
         """The consecutive-XACK effects held back since the last call
         (docs/architecture.md, "Consecutive XACK").
 
-        For each group acknowledged since, the frontier per origin is the highest delivered entry
-        below which everything delivered is acknowledged; an effect is due when it moved past
-        what was last replicated.
+        For each group acknowledged since (or whose cursors another region's effect raised),
+        the frontier per origin is the highest delivered entry below which everything delivered
+        is acknowledged; an effect is due when it moved past what this region last announced
+        (`Group.region_acks`, learned from its own applied effects, so a replay agrees).
         """
         due: list[ops.AckEffect] = []
         for key, name in sorted(self._dirty_acks):
@@ -184,8 +190,7 @@ class Region:
                 else:
                     below = ks.entries.last_at_or_below(origin, min(bound, cursor), strict=True)
                     reached = below if below is not None else MIN_ID
-                if reached > group.ack_sent.get(origin, group.default_cursor):
-                    group.ack_sent[origin] = reached
+                if reached > group.announced(self.id, origin):
                     frontier.append((origin, reached))
             if frontier:
                 due.append(ops.AckEffect(key, name, tuple(frontier)))

@@ -17,6 +17,7 @@ from streams.crdt import ops
 from streams.crdt.digest import feed, feed_entries
 from streams.crdt.entries import EntryLogs
 from streams.crdt.groups import Group, initial_cursors, pel_key
+from streams.crdt.idmp import IdmpState
 from streams.ids import MIN_ID, StreamID
 from streams.numbers import wrap64
 
@@ -34,6 +35,7 @@ class KeyState:
         "max_deleted_id",
         "del_tombstones",
         "group_tombstones",
+        "idmp",
     )
 
     def __init__(self) -> None:
@@ -44,6 +46,20 @@ class KeyState:
         self.max_deleted_id: StreamID = MIN_ID
         self.del_tombstones: list[Dot] = []
         self.group_tombstones: dict[bytes, list[Dot]] = {}
+        self.idmp: IdmpState | None = None
+        """XADD IDMP's records and XCFGSET's window (`streams.crdt.idmp`); None until used."""
+
+    def idmp_state(self) -> IdmpState:
+        if self.idmp is None:
+            self.idmp = IdmpState()
+        return self.idmp
+
+    def remove_entry(self, origin: int, sid: StreamID) -> bool:
+        """Remove one entry whatever its dot (the loser of concurrent IDMP records)."""
+        if self.entries.remove_observed(origin, sid, 1 << 62):
+            self.max_deleted_id = max(self.max_deleted_id, sid)
+            return True
+        return False
 
     @property
     def exists(self) -> bool:
@@ -127,6 +143,8 @@ class State:
         ks.last_id = top if top is not None else MIN_ID
         ks.entries_added = ks.entries.length
         ks.max_deleted_id = MIN_ID
+        if ks.idmp is not None:
+            _del_idmp(ks, op)
 
     def _apply_xdel(self, op: ops.Op, body: ops.XDel) -> None:
         ks = self.keys.get(body.key)
@@ -178,10 +196,48 @@ class State:
         group = self.group(body.key, body.group)
         if group is None:
             return
+        said = group.region_acks.get(op.origin)
+        if said is None:
+            said = group.region_acks[op.origin] = {}
         for origin, frontier in body.frontier:
             group.advance(origin, frontier)
-            if frontier > group.ack_sent.get(origin, MIN_ID):
-                group.ack_sent[origin] = frontier
+            if frontier > said.get(origin, MIN_ID):
+                said[origin] = frontier
+
+    def _apply_drop_refs(self, op: ops.Op, body: ops.DropRefs) -> None:
+        ks = self.keys.get(body.key)
+        if ks is None:
+            return
+        bounds = dict(body.thresholds)
+        ids = set(body.ids)
+        for group in ks.groups.values():
+            doomed = [
+                key
+                for key in group.pel
+                if (key[0], key[1]) in ids or (key[0], key[1]) <= bounds.get(key[2], (-1, -1))
+            ]
+            for key in doomed:
+                group.drop_pending(key)
+
+    def _apply_idmp(self, op: ops.Op, body: ops.Idmp) -> None:
+        ks = self._key(body.key)
+        losers = ks.idmp_state().record(
+            body.pid, body.iid, body.origin, body.id, (op.origin, op.seq), op.ts_ms, op.observed()
+        )
+        for sid, origin in losers:
+            ks.remove_entry(origin, sid)
+        if self._tombstoned is not None:
+            self._tombstoned.add(body.key)
+
+    def _apply_idmp_duplicate(self, op: ops.Op, body: ops.IdmpDuplicate) -> None:
+        self._key(body.key).idmp_state().duplicates += 1
+
+    def _apply_stream_config(self, op: ops.Op, body: ops.StreamConfig) -> None:
+        idmp = self._key(body.key).idmp_state()
+        observed = op.observed()
+        if body.clear:
+            idmp.clear_observed(observed)
+        idmp.configure(body.duration_s, body.maxsize, (op.ts_ms, op.origin, op.seq), observed)
 
     # --- tombstone collection ------------------------------------------------------------------
 
@@ -207,7 +263,9 @@ class State:
         """
         if self._tombstoned is None:
             self._tombstoned = {
-                k for k, ks in self.keys.items() if ks.del_tombstones or ks.group_tombstones
+                k
+                for k, ks in self.keys.items()
+                if ks.del_tombstones or ks.group_tombstones or ks.idmp is not None
             }
         dropped = 0
         for key in list(self._tombstoned):
@@ -225,7 +283,9 @@ class State:
                     ks.group_tombstones[name] = kept
                 else:
                     del ks.group_tombstones[name]
-            if not ks.del_tombstones and not ks.group_tombstones:
+            if ks.idmp is not None:
+                ks.idmp.collect(stable)  # records, not tombstones: not counted
+            if not ks.del_tombstones and not ks.group_tombstones and ks.idmp is None:
                 self._tombstoned.discard(key)
             if ks.is_empty_husk() and ks.last_id == MIN_ID:
                 del self.keys[key]
@@ -299,10 +359,8 @@ def _apply_claim(ks: KeyState, group: Group, body: ops.Claim) -> None:
         if entry is None:
             group.add_pending(ref, consumer, body.delivery_time_ms)
             entry = group.pel[key]
-        elif entry.consumer != consumer.name:
-            group.consumers[entry.consumer].pending.discard(key)
-            entry.consumer = consumer.name
-            consumer.pending.add(key)
+        else:
+            entry = group.take(key, consumer)
         entry.delivery_time = body.delivery_time_ms
         if body.retry_count is not None:
             entry.delivery_count = body.retry_count
@@ -328,6 +386,25 @@ def _apply_delconsumer(ks: KeyState, group: Group, body: ops.DelConsumer) -> Non
     group.delete_consumer(body.consumer)
 
 
+def _apply_nack(ks: KeyState, group: Group, body: ops.Nack) -> None:
+    for ref in body.entries:
+        group.nack(ref, body.mode, body.retry_count)
+
+
+def _del_idmp(ks: KeyState, op: ops.Op) -> None:
+    """DEL forgets the IDMP records and window it observed (observed-remove, as its entries);
+    iids-added counts the records left, so it agrees whatever the order of a concurrent record."""
+    idmp = ks.idmp
+    assert idmp is not None
+    observed = op.observed()
+    idmp.clear_observed(observed)
+    _ts, origin, seq = idmp.stamp
+    if idmp.config is not None and observed.get(origin, 0) >= seq:
+        idmp.config, idmp.stamp = None, (0, 0, 0)
+    idmp.added = idmp.live_records()
+    idmp.duplicates = 0
+
+
 _REPLICATED: dict[type, Callable[[State, ops.Op, Any], None]] = {
     ops.XAdd: State._apply_xadd,
     ops.Del: State._apply_del,
@@ -337,6 +414,10 @@ _REPLICATED: dict[type, Callable[[State, ops.Op, Any], None]] = {
     ops.GroupCreate: State._apply_group_create,
     ops.GroupDestroy: State._apply_group_destroy,
     ops.AckEffect: State._apply_ack_effect,
+    ops.DropRefs: State._apply_drop_refs,
+    ops.Idmp: State._apply_idmp,
+    ops.IdmpDuplicate: State._apply_idmp_duplicate,
+    ops.StreamConfig: State._apply_stream_config,
 }
 
 
@@ -361,6 +442,7 @@ _LOCAL: dict[type, Callable[[KeyState, Group, Any], None]] = {
     ops.Claim: _apply_claim,
     ops.SetId: _apply_setid,
     ops.DelConsumer: _apply_delconsumer,
+    ops.Nack: _apply_nack,
 }
 
 _check_covers(_LOCAL, ops.LOCAL_TYPES, "local")

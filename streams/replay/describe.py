@@ -46,7 +46,7 @@ def group_view(group: Group) -> dict[str, Any]:
             {
                 "id": sid((ms, seq)),
                 "origin": origin,
-                "consumer": text(p.consumer),
+                "consumer": None if p.consumer is None else text(p.consumer),  # None: NACKed
                 "delivery_time": p.delivery_time,
                 "delivery_count": p.delivery_count,
             }

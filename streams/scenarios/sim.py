@@ -26,7 +26,7 @@ class SimulatedRegions:
     def execute(self, region: int, args: tuple[bytes, ...], clock_ms: int | None) -> object:
         if clock_ms is not None:
             self.clock_ms = clock_ms
-        done = run(self.regions[region], list(args), self.clock_ms)
+        done = run(self.regions[region], list(args), self.clock_ms, tuple(self.regions))
         self.logs[region].extend(done.replicated)
         return to_resp2_python(done.reply)
 

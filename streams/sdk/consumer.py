@@ -3,17 +3,21 @@
 One loop step (`run_once`), in this order:
 
 1. every `metrics_interval_s`: report lag and pending (XINFO GROUPS, XPENDING summary);
-2. when due: one page of the reclaim sweep, `XAUTOCLAIM ... <cursor> COUNT n JUSTID` for entries
-   idle longer than `claim_idle_ms` in any consumer (dead or stuck ones). The cursor is kept
-   between steps and the sweep restarts only after a full pass and `claim_idle_ms / 2`, so a large
-   PEL is walked a page at a time instead of rescanned (no hot loop, no duplicate claims of
-   the same page). JUSTID moves ownership without counting a delivery: the count goes up
-   when step 3 actually hands the entry to the handler again;
+2. when due, on a server without `XREADGROUP ... CLAIM`: one page of the reclaim sweep,
+   `XAUTOCLAIM ... <cursor> COUNT n JUSTID` for entries idle longer than `claim_idle_ms` in any
+   consumer (dead or stuck ones). The cursor is kept between steps and the sweep restarts only
+   after a full pass and `claim_idle_ms / 2`, so a large PEL is walked a page at a time instead
+   of rescanned (no hot loop, no duplicate claims of the same page). JUSTID moves ownership
+   without counting a delivery: the count goes up when step 3 actually hands the entry to the
+   handler again. With CLAIM (Redis 8.4, every region here) step 4 reads with `CLAIM
+   claim_idle_ms`: idle and handed-back entries first, then new ones, in one round trip;
 3. when due: this consumer's own pending entries (its PEL: what `XREADGROUP ... 0` returns). Each
    is either dead-lettered (delivered `max_deliveries` times already) or claimed again with
    XCLAIM, which counts the delivery, and handled. Entries that failed here wait `retry_ms` (or
    the `Retry(after_ms)` the handler raised) first;
-4. otherwise new entries: `XREADGROUP ... BLOCK block_ms ... >`.
+4. otherwise new entries: `XREADGROUP ... BLOCK block_ms [CLAIM claim_idle_ms] ... >`.
+
+On stop, entries read but not handled go back by XNACK SILENT, else XCLAIM ... IDLE (sweeping).
 
 Acks: an entry is acked only after its handler returned; a batch's acks go out as one `XACK
 stream group id...` pipelined with the next `XREADGROUP` (one round trip, one group commit of the
@@ -46,9 +50,8 @@ import threading
 import time
 from typing import Any
 
-import redis.exceptions
-
 from streams.sdk.acks import AckBuffer
+from streams.sdk.capabilities import REDIS7, Capabilities, Features
 from streams.sdk.deadletter import DeadLetters, parse_fields
 from streams.sdk.endpoints import Endpoint, Endpoints, EndpointSet
 from streams.sdk.errors import DeadLetter, Retry, SdkError, is_transient
@@ -58,6 +61,7 @@ from streams.sdk.lease import text as _text
 from streams.sdk.lru import BoundedSet
 from streams.sdk.metrics import Metrics
 from streams.sdk.producer import IDK_FIELD
+from streams.sdk.sweeping import ensure_group, hand_back, report, sweep_page
 
 log = logging.getLogger("streams.sdk.consumer")
 
@@ -145,6 +149,8 @@ class GroupConsumer:
         self._handled = 0
         self._lock = threading.Lock()
         self._acks = AckBuffer(stream, group, self.metrics)
+        self.capabilities = Capabilities()
+        self._features: Features = REDIS7
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -245,19 +251,15 @@ class GroupConsumer:
     async def _ensure_group(self, ep: Endpoint) -> None:
         if ep.url in self._ready:
             return
-        try:
-            await ep.cmd(
-                self.stream, "XGROUP", "CREATE", self.stream, self.group, self.start_id, "MKSTREAM"
-            )
-            log.info("created group %s on %s at %s", self.group, self.stream, self.start_id)
-        except redis.exceptions.ResponseError as exc:
-            if not str(exc).startswith("BUSYGROUP"):
-                raise
+        self._features = await self.capabilities.of(ep, self.stream)
+        self._next_sweep = float("inf") if self._features.claim else 0.0  # CLAIM: no sweep
+        await ensure_group(ep, self.stream, self.group, self.start_id)
         self._ready.add(ep.url)
 
     async def _fail_over(self, ep: Endpoint, exc: BaseException) -> None:
         self.endpoints.mark_down(ep, exc)
         self._ready.discard(ep.url)
+        self.capabilities.forget(ep.url)
         nxt = self.endpoints.next_after(ep)
         if nxt is ep:
             await asyncio.sleep(min(self.endpoints.down_s, 0.5))  # nowhere else to go
@@ -273,49 +275,19 @@ class GroupConsumer:
 
     async def _report(self, ep: Endpoint) -> None:
         self._next_metrics = time.monotonic() + self.metrics_interval_s
-        lag: int | None = None
-        try:
-            groups = await ep.cmd(self.stream, "XINFO", "GROUPS", self.stream)
-            for flat in groups or []:
-                info = {flat[i]: flat[i + 1] for i in range(0, len(flat), 2)}
-                if info.get(b"name") == self.group.encode():
-                    value = info.get(b"lag")
-                    lag = int(value) if isinstance(value, int | bytes) else None
-            summary = await ep.cmd(self.stream, "XPENDING", self.stream, self.group)
-        except redis.exceptions.ResponseError as exc:
-            log.debug("metrics unavailable: %s", exc)
-            return
-        self.metrics.lag(lag, int(summary[0]) if summary else 0)
+        await report(ep, self.stream, self.group, self.metrics)
 
     async def _sweep(self, ep: Endpoint) -> None:
-        reply = await ep.cmd(
-            self.stream,
-            "XAUTOCLAIM",
-            self.stream,
-            self.group,
-            self.consumer,
-            self.claim_idle_ms,
-            self._cursor,
-            "COUNT",
-            self.count,
-            "JUSTID",
+        self._cursor, claimed = await sweep_page(
+            ep, self.stream, self.group, self.consumer, self.claim_idle_ms, self._cursor, self.count
         )
-        self._cursor = _text(reply[0])
-        claimed = [_text(i) for i in reply[1]]
+        for entry_id in claimed:
+            self._not_before.pop(entry_id, None)
         if claimed:
-            log.info(
-                "%s reclaimed %d idle entries: %s",
-                self.consumer,
-                len(claimed),
-                ", ".join(claimed[:5]),
-            )
-            for entry_id in claimed:
-                self._not_before.pop(entry_id, None)
             self._pending_due = 0.0
         if self._cursor in ("0-0", "0"):
             self._cursor = "0-0"
-            self._next_sweep = time.monotonic() + self.claim_idle_ms / 2000
-        # else: the next step sweeps the next page
+            self._next_sweep = time.monotonic() + self.claim_idle_ms / 2000  # else: next page
 
     async def _own_pending(self, ep: Endpoint) -> None:
         page = self.count * 10
@@ -379,6 +351,7 @@ class GroupConsumer:
             self.count,
             "BLOCK",
             block,
+            *(("CLAIM", self.claim_idle_ms) if self._features.claim else ()),
             "STREAMS",
             self.stream,
             ">",
@@ -415,15 +388,22 @@ class GroupConsumer:
         self._acks.sent(acks)
         if not reply:
             return
-        entries = [(_text(raw_id), flat) for raw_id, flat in reply[0][1]]
         batch: list[Entry] = []
-        for entry_id, flat in entries:
-            attempt = 1
-            if entry_id in self._seen:  # read before a failover: it came again
+        for row in reply[0][1]:
+            entry_id, fields = _text(row[0]), parse_fields(row[1])
+            delivered = int(row[3]) if len(row) == 4 else 0  # CLAIM: deliveries before this one
+            attempt = delivered + 1
+            if not delivered and entry_id in self._seen:  # read before a failover: it came again
                 attempt = 2
+            if attempt > 1:
                 self.metrics.redelivered(entry_id, attempt)
             self._seen.add(entry_id)
-            batch.append((entry_id, parse_fields(flat), attempt))
+            if delivered and self.max_deliveries is not None and delivered >= self.max_deliveries:
+                error = self._errors.get(entry_id, "unknown (the consumer holding it stopped)")
+                await self._dead_letter(ep, entry_id, fields, delivered, error)
+                self._handled += 1
+                continue
+            batch.append((entry_id, fields, attempt))
         await self._hand_back(ep, await self._handle_batch(ep, batch))
 
     async def _claim(self, ep: Endpoint, *ids_and_options: str | int) -> Any:
@@ -433,11 +413,9 @@ class GroupConsumer:
             self.stream, "XCLAIM", self.stream, self.group, self.consumer, 0, *ids_and_options
         )
 
-    async def _hand_back(self, ep: Endpoint, ids: list[str]) -> None:
-        """Make entries read but not handled claimable by the others at once."""
-        if ids:
-            await self._claim(ep, *ids, "IDLE", self.claim_idle_ms, "JUSTID")
-            log.info("%s handed back %d unhandled entries", self.consumer, len(ids))
+    async def _hand_back(self, ep: Endpoint, ids: list[str]) -> None:  # read, not handled
+        features, idle = self._features, self.claim_idle_ms
+        await hand_back(ep, self.stream, self.group, self.consumer, ids, features.nack, idle)
 
     # --- a batch of entries --------------------------------------------------------------------
 

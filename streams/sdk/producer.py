@@ -3,9 +3,13 @@
 Any region takes writes (active-active), so a failed write is retried on the next endpoint at
 once and on the same one after a short backoff once every endpoint has failed. A retried XADD may
 have landed the first time (the reply was lost), so a retry can write the entry twice, possibly
-in two regions under two IDs. An idempotency key (`_idk` field) gives the consumers what they need
-to drop the second copy: pass `idempotency_key=` or construct with `idempotency=True` to get a
-random one per entry.
+in two regions under two IDs. An idempotency key prevents that: pass `idempotency_key=` or
+construct with `idempotency=True` to get a random one per entry. Where the server has XADD IDMP
+(Redis 8.6, and every region of this database: `streams.sdk.capabilities`), the key is sent as
+`IDMP <producer_id> <key>`: a retry, in the same region or in another one after a failover,
+gets the first entry's ID back and writes nothing (across regions once they have synced; two
+concurrent copies converge to one, docs/architecture.md). Elsewhere the key travels as the
+`_idk` field, which the consumers drop the second copy by.
 
 In a region whose shards are spread over several nodes, the writes go to the node serving the
 stream's slot, found by following MOVED from the node named (`streams.sdk.endpoints`); a MOVED
@@ -23,6 +27,7 @@ from typing import TypeVar
 
 import redis.asyncio as aredis
 
+from streams.sdk.capabilities import Capabilities
 from streams.sdk.endpoints import Endpoint, Endpoints, EndpointSet
 from streams.sdk.errors import NoHealthyEndpoint, SdkError, is_transient
 from streams.sdk.metrics import Metrics
@@ -76,6 +81,7 @@ class Producer:
         maxlen: int | None = None,
         approximate: bool = True,
         idempotency: bool = False,
+        producer_id: str | None = None,
         batch_size: int = 200,
         timeout_s: float = 5.0,
         retry_deadline_s: float = 30.0,
@@ -93,6 +99,9 @@ class Producer:
         self.maxlen = maxlen
         self.approximate = approximate
         self.idempotency = idempotency
+        self.producer_id = producer_id or f"sdk-{uuid.uuid4().hex}"
+        """IDMP's producer ID: the same for every retry of this producer's entries."""
+        self.capabilities = Capabilities()
         self.batch_size = batch_size
         self.retry_deadline_s = retry_deadline_s
         self.metrics = metrics or Metrics()
@@ -100,11 +109,16 @@ class Producer:
         self.retries = 0
         """Requests sent again after a transient failure (each may have written a duplicate)."""
 
-    def _xadd_args(self, flat: list[bytes]) -> list[bytes | str | int]:
+    def _xadd_args(
+        self, fields: Fields, key: str | bytes | None, idmp: bool
+    ) -> list[bytes | str | int]:
+        """The XADD of one entry: its key as IDMP where the server has it, else as `_idk`."""
         args: list[bytes | str | int] = ["XADD", self.stream]
+        if key is not None and idmp:
+            args += ["IDMP", self.producer_id, _bytes(key)]
         if self.maxlen is not None:
             args += ["MAXLEN", "~" if self.approximate else "=", self.maxlen]
-        return args + ["*", *flat]
+        return args + ["*", *encode_fields(fields, None if idmp else key)]
 
     def _key(self, given: str | bytes | None) -> str | bytes | None:
         if given is None and self.idempotency:
@@ -113,10 +127,12 @@ class Producer:
 
     async def send(self, fields: Fields, *, idempotency_key: str | bytes | None = None) -> str:
         """XADD one entry; returns its ID."""
-        args = self._xadd_args(encode_fields(fields, self._key(idempotency_key)))
+        key = self._key(idempotency_key)
+        encode_fields(fields, key)  # refuse a bad entry before any I/O
 
         async def call(ep: Endpoint) -> str:
-            reply = await ep.cmd(self.stream, *args)
+            idmp = key is not None and (await self.capabilities.of(ep, self.stream)).idmp
+            reply = await ep.cmd(self.stream, *self._xadd_args(fields, key, idmp))
             return reply.decode() if isinstance(reply, bytes) else str(reply)
 
         return await self._with_failover(call)
@@ -135,23 +151,24 @@ class Producer:
         keys = list(idempotency_keys) if idempotency_keys is not None else [None] * len(items)
         if len(keys) != len(items):
             raise SdkError("idempotency_keys must have one key (or None) per entry")
-        commands = [
-            self._xadd_args(encode_fields(f, self._key(k)))
-            for f, k in zip(items, keys, strict=True)
-        ]
+        entries_keys = [(f, self._key(k)) for f, k in zip(items, keys, strict=True)]
+        for f, k in entries_keys:
+            encode_fields(f, k)  # refuse a bad entry before any I/O
         ids: list[str] = []
-        for start in range(0, len(commands), self.batch_size):
-            ids += await self._send_batch(commands[start : start + self.batch_size])
+        for start in range(0, len(entries_keys), self.batch_size):
+            ids += await self._send_batch(entries_keys[start : start + self.batch_size])
         return ids
 
-    async def _send_batch(self, batch: list[list[bytes | str | int]]) -> list[str]:
+    async def _send_batch(self, batch: list[tuple[Fields, str | bytes | None]]) -> list[str]:
         done: dict[int, str] = {}
+        idmp = False
 
         async def run(client: aredis.Redis) -> list[str]:
             todo = [i for i in range(len(batch)) if i not in done]
             pipe = client.pipeline(transaction=False)
             for i in todo:
-                pipe.execute_command(*batch[i])
+                fields, key = batch[i]
+                pipe.execute_command(*self._xadd_args(fields, key, idmp))
             replies = await pipe.execute(raise_on_error=False)
             first_error: BaseException | None = None
             for i, reply in zip(todo, replies, strict=True):
@@ -164,6 +181,8 @@ class Producer:
             return [done[i] for i in range(len(batch))]
 
         async def call(ep: Endpoint) -> list[str]:
+            nonlocal idmp
+            idmp = (await self.capabilities.of(ep, self.stream)).idmp
             return await ep.call(self.stream, run)
 
         return await self._with_failover(call)
@@ -179,6 +198,7 @@ class Producer:
                 if not is_transient(exc):
                     raise
                 self.endpoints.mark_down(ep, exc)
+                self.capabilities.forget(ep.url)
                 attempt += 1
                 self.retries += 1
                 if time.monotonic() >= deadline:

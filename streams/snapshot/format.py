@@ -22,12 +22,14 @@ from streams.avro_binary import signed_u64, unsigned_u64
 from streams.crdt.blocks import BLOCK_FORMAT
 from streams.crdt.entries import EntryLogs, PackedBlock
 from streams.crdt.groups import Group
+from streams.crdt.idmp import IdmpState
 from streams.crdt.region import Region
 from streams.ids import StreamID
 
-FORMAT_VERSION = 2
-"""The version written. Version 1 (entries one by one) is still read, and written on request."""
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+"""The version written. Versions 1 (entries one by one) and 2 (blocks, before the Redis 8 state:
+IDMP, NACKed entries, per-region ack frontiers) are still read, and written on request."""
+READABLE_VERSIONS = (1, 2, 3)
 MAGIC_KEY = "streams.snapshot.format_version"
 """Container-file metadata naming the format version, readable without decoding any record."""
 
@@ -50,12 +52,26 @@ class SnapshotError(ValueError):
 def _schema_json(version: int = FORMAT_VERSION) -> dict[str, Any]:
     name = f"snapshot_v{version}.avsc"
     text = resources.files("streams.snapshot").joinpath("schemas", name).read_text()
-    schema: dict[str, Any] = json.loads(text)
+    schema: dict[str, Any] = _without_docs(json.loads(text))
     return schema
 
 
+def _without_docs(node: Any) -> Any:
+    """The schema without its `doc`s, as files embed it: the docs are for readers of the .avsc,
+    and every byte of the embedded schema is a byte a damaged file may hide a flip in."""
+    if isinstance(node, dict):
+        return {k: _without_docs(v) for k, v in node.items() if k != "doc"}
+    if isinstance(node, list):
+        return [_without_docs(v) for v in node]
+    return node
+
+
 _PARSED = fastavro.parse_schema(_schema_json())
-_PARSED_BY_VERSION = {FORMAT_VERSION: _PARSED, 1: fastavro.parse_schema(_schema_json(1))}
+_PARSED_BY_VERSION = {
+    FORMAT_VERSION: _PARSED,
+    1: fastavro.parse_schema(_schema_json(1)),
+    2: fastavro.parse_schema(_schema_json(2)),
+}
 
 
 # --- small converters ------------------------------------------------------------------------
@@ -185,9 +201,13 @@ def _records(
     for key in sorted(state.keys):
         ks = state.keys[key]
         keys += 1
+        extra: dict[str, Any] = {}
+        if version >= 3:
+            extra["idmp"] = None if ks.idmp is None else _idmp_meta(ks.idmp)
         yield rec(
             "KeyMeta",
             {
+                **extra,
                 "key": key,
                 "last_id": _id_out(ks.last_id),
                 "entries_added": ks.entries_added,
@@ -203,8 +223,10 @@ def _records(
         )
         entries_total += ks.entries.length
         yield from (rec(n, b) for n, b in _entry_records(key, ks.entries, version))
+        if version >= 3 and ks.idmp is not None:
+            yield from (rec("IdmpRecords", b) for b in _idmp_records(key, ks.idmp))
         for name in sorted(ks.groups):
-            yield from (rec(n, b) for n, b in _group_records(key, ks.groups[name]))
+            yield from (rec(n, b) for n, b in _group_records(key, ks.groups[name], version))
     digest = state.digest() if with_digest else None
     yield {
         "item": (
@@ -246,10 +268,51 @@ def _entry_records(
             )
 
 
-def _group_records(key: bytes, group: Group) -> Iterator[tuple[str, dict[str, Any]]]:
+def _idmp_meta(idmp: IdmpState) -> dict[str, Any]:
+    duration_s, maxsize = idmp.config if idmp.config is not None else (None, None)
+    return {
+        "duration_s": duration_s,
+        "maxsize": maxsize,
+        "stamp": list(idmp.stamp),
+        "added": idmp.added,
+        "duplicates": idmp.duplicates,
+        "record_count": sum(1 for _record in idmp.records()),
+    }
+
+
+def _idmp_records(key: bytes, idmp: IdmpState) -> Iterator[dict[str, Any]]:
+    for chunk in _chunks(idmp.records(), lambda r: 48 + len(r[0]) + len(r[1])):
+        yield {
+            "key": key,
+            "records": [
+                {
+                    "pid": pid,
+                    "iid": iid,
+                    "origin": r.origin,
+                    "id": _id_out(r.id),
+                    "dot": {"origin": r.dot[0], "seq": r.dot[1]},
+                    "ts_ms": r.ts_ms,
+                    "cleared": r.cleared,
+                    "lost": r.lost,
+                }
+                for pid, iid, r in chunk
+            ],
+        }
+
+
+def _group_records(
+    key: bytes, group: Group, version: int = FORMAT_VERSION
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    extra: dict[str, Any] = {}
+    if version >= 3:
+        extra["nack_seq"] = group.nack_seq
+        extra["region_acks"] = [
+            {"region": r, "frontier": _oids_out(f)} for r, f in sorted(group.region_acks.items())
+        ]
     yield (
         "GroupMeta",
         {
+            **extra,
             "key": key,
             "group": group.name,
             "default_cursor": _id_out(group.default_cursor),
@@ -273,6 +336,7 @@ def _group_records(key: bytes, group: Group) -> Iterator[tuple[str, dict[str, An
                         "consumer": p.consumer,
                         "delivery_time": p.delivery_time,
                         "delivery_count": p.delivery_count,
+                        **({"nack_order": p.nack_order} if version >= 3 else {}),
                     }
                     for (ms, seq, origin), p in chunk
                 ],

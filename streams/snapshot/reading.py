@@ -14,14 +14,17 @@ boundaries. Either way the loaded state's digest must be the trailer's.
 
 from __future__ import annotations
 
+import json
 from typing import IO, Any, BinaryIO
 
 import fastavro
+from fastavro.schema import to_parsing_canonical_form
 
 from streams.crdt.blocks import BLOCK_FORMAT, READABLE_FORMATS
 from streams.crdt.causal import CausalBuffer
 from streams.crdt.entries import BlockError, PackedBlock
 from streams.crdt.groups import Consumer, Group, PendingEntry
+from streams.crdt.idmp import IdmpProducer, IdmpRecord, IdmpState
 from streams.crdt.region import Region
 from streams.crdt.state import KeyState
 from streams.ids import IdMode
@@ -34,9 +37,23 @@ from streams.snapshot.format import (
     _block_crc,
     _id_in,
     _oids_in,
+    _schema_json,
 )
 
-_ENTRY_RECORD = {1: "EntryChunk", 2: "EntryBlocks"}
+_ENTRY_RECORD = {1: "EntryChunk", 2: "EntryBlocks", 3: "EntryBlocks"}
+
+
+def _canonical(schema_json: str) -> str | None:
+    """A schema's Parsing Canonical Form (None: not a schema)."""
+    try:
+        return str(to_parsing_canonical_form(json.loads(schema_json)))
+    except Exception:  # json and fastavro raise several types on junk
+        return None
+
+
+_CANONICAL = {v: to_parsing_canonical_form(_schema_json(v)) for v in READABLE_VERSIONS}
+"""Each version's schema: a file must embed exactly its version's (a damaged one is refused even
+where it describes records the file does not hold)."""
 """The entry record each version has (the other version's is refused)."""
 
 
@@ -52,6 +69,11 @@ def read_snapshot(fp: BinaryIO | IO[bytes]) -> tuple[Region, Positions, dict[str
         raise SnapshotError(
             f"unsupported snapshot format version {version!r} "
             f"(this build reads {', '.join(map(str, READABLE_VERSIONS))})"
+        )
+    embedded = reader.metadata.get("avro.schema", "")
+    if _canonical(embedded) != _CANONICAL[int(version)]:
+        raise SnapshotError(
+            f"the schema embedded in a version {version} snapshot is not that version's"
         )
     builder = _Builder(int(version))
     try:
@@ -114,6 +136,7 @@ class _Builder:
         self.entries = 0
         self.done = False
         self.digest: str | None = None
+        self.idmp_left = 0
 
     def fail(self, why: str) -> SnapshotError:
         return SnapshotError(f"invalid snapshot at record {self.count}: {why}")
@@ -158,6 +181,8 @@ class _Builder:
         if self.ks is None:
             return
         self._close_group()
+        if self.idmp_left:
+            raise self.fail(f"key {self.key!r}: {self.idmp_left} IDMP records missing")
         if self.ks.entries.length != self.expected["entries"]:
             raise self.fail(
                 f"key {self.key!r} has {self.ks.entries.length} entries, "
@@ -173,6 +198,8 @@ class _Builder:
         if len(g.pel) != self.expected["pel"] or len(g.consumers) != self.expected["consumers"]:
             raise self.fail(f"group {g.name!r} of {self.key!r}: PEL or consumer count differs")
         for key, entry in g.pel.items():
+            if entry.consumer is None:  # NACKed: nobody's
+                continue
             owner = g.consumers.get(entry.consumer)
             if owner is None:
                 raise self.fail(f"group {g.name!r}: pending entry owned by unknown consumer")
@@ -194,10 +221,39 @@ class _Builder:
             bytes(t["group"]): [(int(d["origin"]), int(d["seq"])) for d in t["dots"]]
             for t in b["group_tombstones"]
         }
+        if b.get("idmp") is not None:
+            ks.idmp = self._idmp(b["idmp"])
         self.region.state.keys[key] = ks
         self.key, self.ks = key, ks
         self.expected = {"entries": int(b["entry_count"]), "groups": int(b["group_count"])}
         self.keys += 1
+
+    def _idmp(self, union: Any) -> IdmpState:
+        m: dict[str, Any] = union[1] if isinstance(union, tuple) else union  # (name, record)
+        idmp = IdmpState()
+        if m["duration_s"] is not None and m["maxsize"] is not None:
+            idmp.config = (int(m["duration_s"]), int(m["maxsize"]))
+        ts, origin, seq = (int(v) for v in m["stamp"])
+        idmp.stamp = (ts, origin, seq)
+        idmp.added, idmp.duplicates = int(m["added"]), int(m["duplicates"])
+        self.idmp_left = int(m["record_count"])
+        return idmp
+
+    def _on_IdmpRecords(self, b: dict[str, Any]) -> None:  # noqa: N802
+        ks = self._current(b, "IdmpRecords")
+        if ks.idmp is None or len(b["records"]) > self.idmp_left:
+            raise self.fail(f"key {self.key!r}: IDMP records its KeyMeta does not announce")
+        for r in b["records"]:
+            pid = bytes(r["pid"])
+            producer = ks.idmp.producers.get(pid)
+            if producer is None:
+                producer = ks.idmp.producers[pid] = IdmpProducer()
+            dot = (int(r["dot"]["origin"]), int(r["dot"]["seq"]))
+            record = IdmpRecord(
+                int(r["origin"]), _id_in(r["id"]), dot, int(r["ts_ms"]), r["cleared"], r["lost"]
+            )
+            producer.add(bytes(r["iid"]), record)
+        self.idmp_left -= len(b["records"])
 
     def _current(self, b: dict[str, Any], what: str) -> KeyState:
         if self.ks is None or bytes(b["key"]) != self.key:
@@ -244,6 +300,10 @@ class _Builder:
             raise self.fail(f"group {name!r} repeated")
         group = Group(name, _id_in(b["default_cursor"]), _oids_in(b["cursors"]), b["entries_read"])
         group.ack_sent = _oids_in(b["ack_sent"])
+        group.nack_seq = int(b.get("nack_seq", 0))
+        group.region_acks = {
+            int(r["region"]): _oids_in(r["frontier"]) for r in b.get("region_acks", [])
+        }
         ks.groups[name] = group
         self.group = group
         self.expected["pel"] = int(b["pending_count"])
@@ -259,8 +319,12 @@ class _Builder:
         group = self._group_of(b, "PendingChunk")
         for p in b["entries"]:
             ms, seq = _id_in(p["id"])
+            owner = p["consumer"]
             group.pel[(ms, seq, int(p["origin"]))] = PendingEntry(
-                bytes(p["consumer"]), int(p["delivery_time"]), int(p["delivery_count"])
+                None if owner is None else bytes(owner),
+                int(p["delivery_time"]),
+                int(p["delivery_count"]),
+                int(p.get("nack_order", 0)),
             )
 
     def _on_ConsumerChunk(self, b: dict[str, Any]) -> None:  # noqa: N802

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from support import RawClient
 
+from differential.redis8_fields import redis7_view
 from differential.redis_server import RedisServer
 from streams.commands.execute import run
 from streams.crdt.region import Region
@@ -200,7 +201,9 @@ class Pair:
     def check(self, cmd: str) -> bytes:
         args = [w.encode() for w in cmd.split()]
         theirs = self.redis.call(args)
-        ours = encode(run(self.region, args, int(time.time() * 1000)).reply, self.proto)
+        ours = redis7_view(
+            encode(run(self.region, args, int(time.time() * 1000)).reply, self.proto)
+        )
         normalise = _clock_normaliser(args)
         if normalise is None:
             assert ours == theirs, f"{cmd}\n ours:   {ours!r}\n redis:  {theirs!r}"

@@ -62,6 +62,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from support import RawClient
 
+from differential.redis8_fields import redis7_view
 from streams import errors
 from streams.ids import U64_MAX, StreamID
 from streams.slots import shard_of
@@ -778,7 +779,7 @@ class Differential:
         if self._sent_to_neither(name, redis_args):
             self.log.append(f"  skipped {node_args!r}")
             return
-        ours = self.node.conn.call(node_args)
+        ours = redis7_view(self.node.conn.call(node_args))
         self.log.append(f"{node_args!r} -> {ours!r}")
         if name == b"xsetid" and ours == _error(errors.XSETID_BELOW_LAST):
             return  # active-active never moves the last ID back; Redis would

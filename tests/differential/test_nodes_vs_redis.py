@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from support import RawClient
 
+from differential.redis8_fields import redis7_view
 from streams.commands.execute import run
 from streams.crdt.entries import node_limits, set_node_limits
 from streams.crdt.region import Region
@@ -76,7 +77,7 @@ class Pair:
             )
             ours = b"+OK\r\n"
         else:
-            ours = encode(run(self.region, cmd, int(time.time() * 1000)).reply, 2)
+            ours = redis7_view(encode(run(self.region, cmd, int(time.time() * 1000)).reply, 2))
         theirs = self.conn.call(cmd)
         self.log.append(f"{cmd!r} -> {theirs[:60]!r}")
         assert ours == theirs, f"{cmd!r}: ours {ours!r} != redis {theirs!r}\n" + "\n".join(self.log)

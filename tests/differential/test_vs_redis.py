@@ -48,6 +48,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import RawClient
 
+from differential.redis8_fields import redis7_view
 from streams import errors
 from streams.commands.execute import run
 from streams.crdt.region import Region
@@ -418,7 +419,7 @@ class Differential:
         if self._sent_to_neither(name, key, args):
             self.log.append(f"  skipped {args!r}")
             return
-        ours = self.ours(args)
+        ours = redis7_view(self.ours(args))
         self.log.append(f"{args!r} -> {ours!r}")
         if name == b"xsetid" and ours == _error(errors.XSETID_BELOW_LAST):
             return  # active-active never moves the last ID back; Redis would
@@ -671,7 +672,7 @@ def test_fixed_error_and_check_order_replies_equal_redis_byte_for_byte(
                 setup_args = _words(line)
                 run(region, setup_args, 0)
                 conn.call(setup_args)
-            ours = encode(run(region, args, int(time.time() * 1000)).reply, 2)
+            ours = redis7_view(encode(run(region, args, int(time.time() * 1000)).reply, 2))
             theirs = conn.call(args)
             if not ours == theirs == expected:
                 wrong.append(

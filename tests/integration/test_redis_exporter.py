@@ -85,10 +85,6 @@ EXCUSED: dict[str, str] = {
     "redis_migrate_cached_sockets_total": "MIGRATE: not supported",
     "redis_dump_payload_sanitizations": "DUMP / RESTORE: not supported",
     "redis_mem_not_counted_for_eviction_bytes": "eviction: maxmemory is not supported",
-    "redis_mem_clients_normal": (
-        "client memory: Python keeps no per-connection allocation count, and a figure made of "
-        "buffer lengths alone would understate it"
-    ),
 }
 
 

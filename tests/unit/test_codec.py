@@ -130,6 +130,15 @@ BODIES: dict[type, st.SearchStrategy[Any]] = {
         SetId, key=blob, group=blob, default=sid, start=origin_ids, entries_read=opt_i64
     ),
     DelConsumer: st.builds(DelConsumer, key=blob, group=blob, consumer=blob),
+    ops.DropRefs: st.builds(ops.DropRefs, key=blob, thresholds=origin_ids, ids=ids),
+    ops.Idmp: st.builds(ops.Idmp, key=blob, pid=blob, iid=blob, origin=origin, id=sid),
+    ops.IdmpDuplicate: st.builds(ops.IdmpDuplicate, key=blob),
+    ops.StreamConfig: st.builds(
+        ops.StreamConfig, key=blob, duration_s=i64, maxsize=i64, clear=st.booleans()
+    ),
+    ops.Nack: st.builds(
+        ops.Nack, key=blob, group=blob, entries=origin_ids, mode=i64, retry_count=opt_i64
+    ),
 }
 
 
@@ -300,6 +309,17 @@ def test_current_schema_is_the_newest_frozen_version() -> None:
     newest = load_schema(versions[-1].read_bytes())
     assert to_parsing_canonical_form(newest) == to_parsing_canonical_form(CURRENT_SCHEMA)
     assert set(DEFAULT_CODEC.known_fingerprints()) >= {V1_FINGERPRINT, SCHEMA_FINGERPRINT}
+
+
+V2_FINGERPRINT_FROZEN = "15a34f48a3ed56fd"
+"""The fingerprint of schemas/oplog_v2.avsc (the ops of the Redis 8 stream commands), forever."""
+
+
+def test_v2_schema_is_frozen_and_reads_v1_records() -> None:
+    v2 = load_schema((PACKAGE_SCHEMAS / "oplog_v2.avsc").read_bytes())
+    assert codec.fingerprint_of(v2).hex() == V2_FINGERPRINT_FROZEN
+    for hexdata, record in GOLDEN_V1:
+        assert decode(bytes.fromhex(hexdata)) == record
 
 
 def test_v1_schema_is_frozen() -> None:

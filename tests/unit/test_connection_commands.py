@@ -320,6 +320,7 @@ def test_command_describes_our_commands() -> None:
     assert c.value("COMMAND", "LIST", "FILTERBY", "PATTERN", "xa*") == [
         b"xadd",
         b"xack",
+        b"xackdel",
         b"xautoclaim",
     ]
 

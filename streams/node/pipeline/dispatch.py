@@ -220,6 +220,8 @@ class Dispatcher:
             if remaining <= 0 or (lost is not None and lost.done()):
                 return Ran(NULL_ARRAY, None, ran.shards, block_ms)
             waiting = perf_counter_ns()
+            if block.retry_ms is not None:  # XREADGROUP ... CLAIM: entries become claimable
+                remaining = min(remaining, block.retry_ms / 1000)
             await self.backend.wait(block.keys, remaining, lost)
             if client is not None:
                 client.blocked_ns += perf_counter_ns() - waiting

@@ -237,6 +237,7 @@ class Report:
             "maxmemory": 0,
             "maxmemory_human": "0B",
             "maxmemory_policy": "noeviction",
+            "mem_clients_normal": 0,  # as CLIENT LIST's tot-mem: client buffers are not measured
             "mem_allocator": "libc",
         }
 

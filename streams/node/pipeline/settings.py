@@ -16,6 +16,7 @@ import os
 from streams import errors
 from streams.commands.base import parse_int
 from streams.commands.glob import Pattern
+from streams.crdt import idmp
 from streams.crdt.entries import set_node_limits
 from streams.errors import CommandError
 from streams.reply import OK, Map, Reply, Status
@@ -59,6 +60,8 @@ _INTS = {
     "slowlog-log-slower-than": (-1, _INT_MAX),
     "slowlog-max-len": (0, _INT_MAX),
     "latency-monitor-threshold": (0, _INT_MAX),
+    "stream-idmp-duration": idmp.DURATION_RANGE,
+    "stream-idmp-maxsize": idmp.MAXSIZE_RANGE,
 }
 _MEMORY_UNITS = {
     "": 1,
@@ -85,7 +88,9 @@ MONITORING = frozenset(
 """Parameters the node's counting reads (`streams.node.pipeline.stats.Stats.configure`)."""
 LIMITS = frozenset({"maxclients", "timeout", "proto-max-bulk-len", "client-output-buffer-limit"})
 """Parameters the RESP server enforces (`streams.resp.limits.Limits`)."""
-HARMLESS = (frozenset(_ENUMS) | frozenset(_INTS) | {"save"}) - MONITORING - LIMITS
+IDMP = frozenset({"stream-idmp-duration", "stream-idmp-maxsize"})
+"""Redis 8.6's IDMP window for streams that never had one (`streams.crdt.idmp.set_defaults`)."""
+HARMLESS = (frozenset(_ENUMS) | frozenset(_INTS) | {"save"}) - MONITORING - LIMITS - IDMP
 """Parameters CONFIG SET accepts and remembers (CONFIG GET shows the new value) although they
 change nothing here: persistence is the Kafka op log and nothing is evicted."""
 _CLIENT_CLASSES = {"normal": "normal", "slave": "slave", "replica": "slave", "pubsub": "pubsub"}
@@ -108,6 +113,8 @@ def default_settings(port: int, bind: str, cluster: bool = False) -> dict[str, s
         "maxmemory-policy": "noeviction",
         "stream-node-max-entries": "100",
         "stream-node-max-bytes": "4096",
+        "stream-idmp-duration": str(idmp.DEFAULT_DURATION_S),
+        "stream-idmp-maxsize": str(idmp.DEFAULT_MAXSIZE),
         "timeout": "0",
         "tcp-keepalive": "300",
         "maxclients": "10000",
@@ -200,6 +207,10 @@ class Settings:
         self.values.update(changes)
         if any(name in LIMITS for name in changes):
             self._apply_limits()
+        if any(name in IDMP for name in changes):
+            idmp.set_defaults(
+                int(self.values["stream-idmp-duration"]), int(self.values["stream-idmp-maxsize"])
+            )
         if any(name in _STREAM_NODE for name in changes):
             set_node_limits(
                 max_bytes=int(self.values["stream-node-max-bytes"]),

@@ -90,6 +90,7 @@ class Loader:
         old = self.replica
         while True:
             fresh = Replica(old.region_id, old.mode, old.waiters)
+            fresh.regions = old.regions
             reader: Reader | None = None
             self.fatal = None
             self.booted_from = "full replay of the logs"

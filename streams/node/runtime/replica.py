@@ -53,6 +53,8 @@ class Replica:
         self.last_ts: dict[int, int] = {}
         """Per origin region, the origin time of the last op applied live (CRDT.INFO lag)."""
         self._touched: set[bytes] = set()
+        self.regions: tuple[int, ...] = ()
+        """The topology's regions, for the commands that decide about every region's PELs."""
 
     def reset(self, region: Region | None = None, positions: Mapping[Partition, int] = {}) -> None:
         """Start over from `region` (a snapshot's) or an empty state: a boot or a reload."""
@@ -99,7 +101,7 @@ class Replica:
 
     def context(self, now_ms: int) -> Context:
         region = self.region
-        return Context(region.state, region.id, region.mode, now_ms)
+        return Context(region.state, region.id, region.mode, now_ms, self.regions)
 
     def prepare(self, bodies: Sequence[ops.Body], now_ms: int) -> Issued:
         """Number one command's ops and encode them for the log, applying nothing; raises

@@ -84,6 +84,7 @@ class Shard:
         self.setup = setup
         self.name = setup.region_name if setup.shards == 1 else f"{setup.region_name}/{index}"
         self.replica = Replica(setup.region_id, setup.mode, setup.waiters)
+        self.replica.regions = setup.regions
         self.writer = setup.log.writer(index)
         self.writepath = WritePath(
             self.writer,

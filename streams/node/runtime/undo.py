@@ -34,6 +34,7 @@ from collections.abc import Iterable, Iterator
 
 from streams.crdt import ops
 from streams.crdt.groups import Group
+from streams.crdt.idmp_undo import IdmpUndo
 from streams.crdt.ops import Fields
 from streams.crdt.region import Region
 from streams.crdt.state import KeyState, State
@@ -175,6 +176,7 @@ def copy_key(ks: KeyState) -> KeyState:
     )
     twin.del_tombstones = list(ks.del_tombstones)
     twin.group_tombstones = {name: list(dots) for name, dots in ks.group_tombstones.items()}
+    twin.idmp = None if ks.idmp is None else ks.idmp.copy()
     return twin
 
 
@@ -184,7 +186,7 @@ class Journal:
     __slots__ = ("records", "copied", "groups", "own_seq", "local_seq")
 
     def __init__(self, region: Region) -> None:
-        self.records: list[_XAdd | _Removed | _Key | _Group] = []
+        self.records: list[_XAdd | _Removed | _Key | _Group | IdmpUndo] = []
         self.copied: set[bytes] = set()
         """Keys copied whole in this batch: a later op on them needs no record of its own."""
         self.groups: set[tuple[bytes, bytes]] = set()
@@ -204,6 +206,8 @@ class Journal:
             self.records.append(_Removed(state, op, body))
         elif isinstance(body, ops.AckEffect):
             self._group(state, key, body.group)
+        elif isinstance(body, ops.Idmp | ops.IdmpDuplicate):
+            self.records.append(IdmpUndo(state, op, body))
         else:
             self.records.append(_Key(state, key))
             self.copied.add(key)
