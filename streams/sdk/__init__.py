@@ -101,7 +101,14 @@ class _SyncConsumer(_SyncFace):
 
 
 class Producer(_SyncFace):
-    """`streams.sdk.aio.Producer`, blocking: see there for the keyword options."""
+    """`streams.sdk.aio.Producer`, blocking.
+
+    `maxlen` / `approximate`: XADD's MAXLEN [~]; `idempotency`: every entry carries an
+    idempotency key (IDMP where the server has it, else an `_idk` field); `producer_id`: IDMP's
+    producer ID (default: a new one per producer); `batch_size`: entries per pipelined request of
+    `send_many`; `timeout_s`: a request's socket timeout; `retry_deadline_s`: how long a send is
+    retried, failing over between endpoints; `down_s`: how long an endpoint that failed is
+    skipped; `metrics`: counters and timings (`streams.sdk.metrics.Metrics`)."""
 
     def __init__(
         self,
@@ -110,11 +117,27 @@ class Producer(_SyncFace):
         *,
         maxlen: int | None = None,
         approximate: bool = True,
-        **options: Any,
+        idempotency: bool = False,
+        producer_id: str | None = None,
+        batch_size: int = 200,
+        timeout_s: float = 5.0,
+        retry_deadline_s: float = 30.0,
+        down_s: float = 1.0,
+        metrics: Metrics | None = None,
     ) -> None:
         self._portal = Portal(f"streams-sdk-producer-{stream}")
         self.aio: aio.Producer = aio.Producer(
-            endpoints, stream, maxlen=maxlen, approximate=approximate, **options
+            endpoints,
+            stream,
+            maxlen=maxlen,
+            approximate=approximate,
+            idempotency=idempotency,
+            producer_id=producer_id,
+            batch_size=batch_size,
+            timeout_s=timeout_s,
+            retry_deadline_s=retry_deadline_s,
+            down_s=down_s,
+            metrics=metrics,
         )
 
     def send(self, fields: Fields, *, idempotency_key: str | bytes | None = None) -> str:
@@ -136,7 +159,17 @@ class Producer(_SyncFace):
 
 
 class GroupConsumer(_SyncConsumer):
-    """`streams.sdk.aio.GroupConsumer`, blocking. A plain handler runs in a worker thread."""
+    """`streams.sdk.aio.GroupConsumer`, blocking. A plain handler runs in a worker thread.
+
+    `count` / `block_ms`: XREADGROUP's COUNT and BLOCK; `claim_idle_ms`: entries pending this
+    long in another consumer are reclaimed (XREADGROUP CLAIM where the server has it, else an
+    XAUTOCLAIM sweep); `max_deliveries`: after this many failed deliveries an entry goes to
+    `dead_letter` (a stream; None: dropped with a log line); `retry_ms`: the delay before a
+    failed entry is retried; `start_id`: where a group the consumer creates starts; `metrics`
+    and `metrics_interval_s`: counters and how often they are reported; `dedupe_size`: entry
+    IDs remembered to skip a redelivery already handled; `timeout_s` / `down_s`: socket timeout,
+    and how long a failed endpoint is skipped; `concurrency`: handlers run at once within a
+    batch (1: one after the other)."""
 
     def __init__(
         self,
@@ -151,7 +184,14 @@ class GroupConsumer(_SyncConsumer):
         claim_idle_ms: int = 30000,
         max_deliveries: int | None = 5,
         dead_letter: str | None = None,
-        **options: Any,
+        retry_ms: int = 1000,
+        start_id: str = "0",
+        metrics: Metrics | None = None,
+        metrics_interval_s: float = 5.0,
+        dedupe_size: int = 100_000,
+        timeout_s: float = 5.0,
+        down_s: float = 1.0,
+        concurrency: int = 1,
     ) -> None:
         self._portal = Portal(f"streams-sdk-consumer-{consumer}")
         self.aio: aio.GroupConsumer = aio.GroupConsumer(
@@ -165,7 +205,14 @@ class GroupConsumer(_SyncConsumer):
             claim_idle_ms=claim_idle_ms,
             max_deliveries=max_deliveries,
             dead_letter=dead_letter,
-            **options,
+            retry_ms=retry_ms,
+            start_id=start_id,
+            metrics=metrics,
+            metrics_interval_s=metrics_interval_s,
+            dedupe_size=dedupe_size,
+            timeout_s=timeout_s,
+            down_s=down_s,
+            concurrency=concurrency,
         )
 
     @property
@@ -174,7 +221,10 @@ class GroupConsumer(_SyncConsumer):
 
 
 class CheckpointConsumer(_SyncConsumer):
-    """`streams.sdk.aio.CheckpointConsumer`, blocking (seed 002's checkpointing consumer)."""
+    """`streams.sdk.aio.CheckpointConsumer`, blocking (seed 002's checkpointing consumer).
+
+    `batch_size`: entries read per XRANGE; `poll_ms`: the wait when nothing new arrived;
+    `timeout_s`: a request's socket timeout."""
 
     def __init__(
         self,
@@ -183,11 +233,21 @@ class CheckpointConsumer(_SyncConsumer):
         name: str,
         handler: CheckpointHandler,
         store: CheckpointStore | None = None,
-        **options: Any,
+        *,
+        batch_size: int = 100,
+        poll_ms: int = 200,
+        timeout_s: float = 5.0,
     ) -> None:
         self._portal = Portal(f"streams-sdk-checkpoint-{name}")
         self.aio: aio.CheckpointConsumer = aio.CheckpointConsumer(
-            endpoint, stream, name, handler, store, **options
+            endpoint,
+            stream,
+            name,
+            handler,
+            store,
+            batch_size=batch_size,
+            poll_ms=poll_ms,
+            timeout_s=timeout_s,
         )
 
     @property
