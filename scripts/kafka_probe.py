@@ -51,6 +51,7 @@ from topology.mm2 import render  # noqa: E402
 from topology.mm2.process import (  # noqa: E402
     MirrorMaker2,
     exactly_once_settings,
+    fast_start_settings,
     flow_properties,
     with_settings,
 )
@@ -458,7 +459,7 @@ def copy_latency(source: KafkaBroker, target: KafkaBroker, topic: str, n: int = 
     producer.init_transactions(60)
     latencies: list[float] = []
     try:
-        for i in range(n):
+        for _ in range(n):
             time.sleep(1.0)
             mark = f"latency-{uuid.uuid4().hex}".encode()
             began = time.monotonic()
@@ -654,9 +655,9 @@ def section_eos() -> None:
         base_count = len(read_all(b, "r1.oplog", "read_committed"))
         Stream(a, "r1.oplog", 2100, size=70).start().join()
         watcher = PartialWatcher(b, "r1.oplog").start()
-        props = with_settings(
-            base, exactly_once_settings(["A", "B"], free_port()), "exactly-once (probe)"
-        )
+        settings = exactly_once_settings(["A", "B"], free_port())
+        settings.update(fast_start_settings("AB"))
+        props = with_settings(base, settings, "exactly-once, fast start (probe)")
         mm = start_mm2("eos", props, work, ["A->B", "B->A"])
         try:
             took = wait_copied(b, "r1.oplog", base_count + 2100, 120)
@@ -735,12 +736,190 @@ def section_eos() -> None:
             say(f"[eos] ERROR lines: {len(errors)}; first: {errors[:2]}")
 
 
+# ---------------------------------------------------------------------------------------------
+# pause: one process per ordered pair, frozen with SIGSTOP
+
+
+def after_resume(mm: MirrorMaker2, mark: int) -> str:
+    """What the process logged about its group and tasks since byte `mark` of its log."""
+    with open(mm.log_path, "rb") as log:
+        log.seek(mark)
+        text = log.read().decode(errors="replace")
+    keys = {
+        "rejoins": "Joined group at generation",
+        "task starts": "Starting task MirrorSourceConnector",
+        "task stops": "Stopping task MirrorSourceConnector",
+        "member errors": "UNKNOWN_MEMBER_ID",
+        "fencing": "ence zombie",
+        "producer fenced": "ProducerFenced",
+        "task failed": "Task threw an uncaught and unrecoverable exception",
+    }
+    return ", ".join(f"{name} {text.count(needle)}" for name, needle in keys.items())
+
+
+def pause_round(
+    a: KafkaBroker,
+    b: KafkaBroker,
+    flows: dict[str, MirrorMaker2],
+    topic: str,
+    freeze_s: float,
+) -> None:
+    """Copy some records, freeze every flow for `freeze_s`, write more, thaw: how long until
+    the new records are copied, duplicates, what the worker logged after the thaw."""
+    ab = flows["A->B"]
+    before = len(read_all(b, topic, "read_committed"))
+    dups_before = count_values(read_all(b, topic, "read_committed"))[2]
+    Stream(a, topic, 100, size=10).start().join()
+    wait_copied(b, topic, before + 100, 60)
+    for mm in flows.values():
+        mm.pause()
+    Stream(a, topic, 100, size=10).start().join()
+    time.sleep(freeze_s)
+    mark = ab.log_path.stat().st_size
+    for mm in flows.values():
+        mm.resume()
+    took = wait_copied(b, topic, before + 200, 180)
+    time.sleep(3)
+    records, distinct, dups = count_values(read_all(b, topic, "read_committed"))
+    say(
+        f"  frozen {freeze_s:.0f} s: records written while frozen copied "
+        f"{'never' if took is None else f'{took:.1f} s after the thaw'}; "
+        f"{dups - dups_before} new duplicates; A->B logged after the thaw: "
+        f"{after_resume(ab, mark)}"
+    )
+
+
+def freeze_mid_stream(
+    a: KafkaBroker, b: KafkaBroker, flows: dict[str, MirrorMaker2], topic: str, freeze_s: float
+) -> None:
+    """Freeze every flow while records flow (as a sync() that freezes the copy while region
+    nodes keep writing would): is a target transaction left open (read_committed readers of
+    the copy stuck below it), and does the copy go on after the thaw?"""
+    ab = flows["A->B"]
+    before = len(read_all(b, topic, "read_committed"))
+    dups_before = count_values(read_all(b, topic, "read_committed"))[2]
+    stream = Stream(a, topic, 1500, size=10, pace_s=0.02).start()
+    wait_until(lambda: len(read_all(b, topic, "read_committed", 3)) > before + 300, 60, 0.2)
+    for mm in flows.values():
+        mm.pause()
+    time.sleep(1)
+    committed = len(read_all(b, topic, "read_committed"))
+    uncommitted = len(read_all(b, topic, "read_uncommitted"))
+    time.sleep(freeze_s)
+    committed_late = len(read_all(b, topic, "read_committed"))
+    stream.join()
+    mark = ab.log_path.stat().st_size
+    for mm in flows.values():
+        mm.resume()
+    took = wait_copied(b, topic, before + 1500, 120)
+    time.sleep(3)
+    records, distinct, dups = count_values(read_all(b, topic, "read_committed"))
+    say(
+        f"  frozen mid-stream for {freeze_s:.0f} s: target read_committed {committed - before}"
+        f" / read_uncommitted {uncommitted - before} new records just after the freeze "
+        f"({uncommitted - committed} in a transaction left open), read_committed "
+        f"{committed_late - before} at the end of the freeze; after the thaw all copied "
+        f"{'never' if took is None else f'in {took:.1f} s'}, {dups - dups_before} new "
+        f"duplicates, {records - before} of 1500 visible; logged: {after_resume(ab, mark)}"
+    )
+
+
+def section_pause() -> None:
+    say("== pause: one MirrorMaker process per ordered pair (--clusters <target>), SIGSTOP")
+    with brokers(2) as (a, b):
+        work = fresh_dir("pause")
+        create_topic(a, "r1.oplog")
+        create_topic(b, "r2.oplog")
+        base = with_settings(
+            topology_properties([a, b]), fast_start_settings("AB"), "fast start (probe)"
+        )
+        variants: list[tuple[str, dict[str, str]]] = [
+            ("Connect's default worker timeouts (session 10 s, rebalance 60 s)", {}),
+            (
+                "raised session timeout, short rebalance timeout, offsets flushed every 1 s",
+                {
+                    f"{alias}.{key}": value
+                    for alias in "AB"
+                    for key, value in {
+                        "session.timeout.ms": "600000",
+                        "heartbeat.interval.ms": "3000",
+                        "rebalance.timeout.ms": "10000",
+                        "offset.flush.interval.ms": "1000",
+                    }.items()
+                },
+            ),
+            (
+                "exactly-once (no internal REST: one worker per group), raised session timeout",
+                {
+                    f"{alias}.{key}": value
+                    for alias in "AB"
+                    for key, value in {
+                        "exactly.once.source.support": "enabled",
+                        "session.timeout.ms": "600000",
+                        "heartbeat.interval.ms": "3000",
+                        "rebalance.timeout.ms": "10000",
+                        # the broker aborts a transaction left open this long (Connect: 60 s)
+                        "producer.transaction.timeout.ms": "10000",
+                    }.items()
+                },
+            ),
+        ]
+        for label, settings in variants:
+            say(f"- {label}: {settings or 'defaults'}")
+            flows: dict[str, MirrorMaker2] = {}
+            try:
+                for source, target in (("A", "B"), ("B", "A")):
+                    props = with_settings(
+                        flow_properties(base, source, target), settings, "worker (probe)"
+                    )
+                    name = f"{source}-{target}-{variants.index((label, settings))}"
+                    flows[f"{source}->{target}"] = start_mm2(
+                        name, props, work, [f"{source}->{target}"], clusters=[target]
+                    )
+                ab = flows["A->B"]
+                time.sleep(5)
+                say(f"  A->B process: RSS {mb(ab.rss_bytes())}, idle CPU {idle_cpu(ab, 15)}")
+                pause_round(a, b, flows, "r1.oplog", 5)
+                pause_round(a, b, flows, "r1.oplog", 25)
+                if settings:
+                    freeze_mid_stream(a, b, flows, "r1.oplog", 25)
+                # SIGKILL and start again: how long until copying goes on, duplicates
+                before = len(read_all(b, "r1.oplog", "read_committed"))
+                dups_before = count_values(read_all(b, "r1.oplog", "read_committed"))[2]
+                stream = Stream(a, "r1.oplog", 2000, size=10, pace_s=0.03).start()
+                floor = before + 500
+                wait_until(
+                    lambda floor=floor: len(read_all(b, "r1.oplog", "read_committed", 3)) > floor,
+                    60,
+                    0.3,
+                )
+                ab.kill()
+                killed_at = stream.written
+                began = time.monotonic()
+                ab.start(120)
+                ab.wait_tasks(["A->B"], 180)
+                restarted = time.monotonic() - began
+                stream.join()
+                took = wait_copied(b, "r1.oplog", before + 2000, 180)
+                records, distinct, dups = count_values(read_all(b, "r1.oplog", "read_committed"))
+                say(
+                    f"  SIGKILL + start: task running after {restarted:.1f} s; all copied "
+                    f"{'never' if took is None else f'{took:.1f} s after the stream ended'}; "
+                    f"{dups - dups_before} new duplicates (of 2000 records, {killed_at} "
+                    "written at the kill)"
+                )
+            finally:
+                for mm in flows.values():
+                    mm.stop()
+
+
 def main(argv: list[str]) -> int:
     sections: dict[str, Callable[[], None]] = {
         "broker": section_broker,
         "commit": section_commit,
         "mm2": section_mm2,
         "eos": section_eos,
+        "pause": section_pause,
     }
     chosen = argv or list(sections)
     for name in chosen:

@@ -75,6 +75,8 @@ QUIET_LOGGERS = {
     "org.apache.kafka.clients.consumer.ConsumerConfig": "WARN",
     "org.apache.kafka.clients.admin.AdminClientConfig": "WARN",
     "org.apache.kafka.common.utils.AppInfoParser": "WARN",
+    # A line per partition of every internal topic each time a worker reads it from the start.
+    "org.apache.kafka.clients.consumer.internals.SubscriptionState": "WARN",
     "kafka.request.logger": "WARN",
     "state.change.logger": "WARN",
     "kafka.authorizer.logger": "WARN",
