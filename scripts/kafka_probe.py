@@ -44,9 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
 
+from streams.config.topology import loads  # noqa: E402
+from streams.kafka.reading import TOPIC_MAX_MESSAGE_BYTES  # noqa: E402
 from topology.apache_kafka import KafkaBroker  # noqa: E402
-from topology.config import loads  # noqa: E402
-from topology.kafka import TOPIC_MAX_MESSAGE_BYTES  # noqa: E402
 from topology.mm2 import render  # noqa: E402
 from topology.mm2.process import (  # noqa: E402
     MirrorMaker2,

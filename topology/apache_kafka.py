@@ -29,9 +29,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from streams.kafka.sizes import TOPIC_MAX_MESSAGE_BYTES
 from topology.broker import BrokerError
 from topology.jvm import DEFAULT_JVM_OPTS, JavaProcess, kafka_libs, write_log4j2
-from topology.kafka import TOPIC_MAX_MESSAGE_BYTES
 from topology.ports import free_port
 
 DEFAULT_HEAP_MB = 384

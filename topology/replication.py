@@ -1,0 +1,229 @@
+"""Which mirror a local topology replicates with: MirrorMaker 2, or the project's own mirror.
+
+- `mm2`: Apache Kafka's MirrorMaker 2 in dedicated mode (`topology.mm2.process`), configured by
+  the same generator as the compose file (`topology.mm2.render`: read_committed, one flow per
+  ordered pair carrying the source region's op logs only, 64 MiB records), with exactly-once
+  source support on (each poll batch of a flow is one transaction on the target; the nodes
+  apply another region's transaction whole however MirrorMaker cuts it, `streams.crdt.fold`).
+  One process per ordered pair of clusters, so that `sync(regions=[1, 2])` can let exactly the
+  flows among r1 and r2 copy while the others stay frozen (SIGSTOP: a frozen JVM copies
+  nothing; its Connect worker keeps its place in its group thanks to a long session timeout).
+- `embedded`: `topology.mirror` (threads of this process, Python), the light stack: it copies
+  on demand (`copy_among`), which makes manual sync exact and fast for the fast test tier.
+
+Both copy each region's op log to every other cluster at least once, partition p to partition
+p, under the topology's naming policy; the nodes absorb duplicates by dot.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Protocol
+
+from streams.config import Topology
+from topology.mirror import MirrorSet
+from topology.mm2 import render
+from topology.mm2.process import (
+    MirrorMaker2,
+    exactly_once_settings,
+    fast_start_settings,
+    flow_properties,
+    flow_worker_settings,
+    with_settings,
+)
+
+MIRRORS = ("mm2", "embedded")
+
+FROZEN_SESSION_MS = 600_000
+"""A flow's Connect worker may stay frozen (SIGSTOP) this long without its group dropping it
+(the broker's `group.max.session.timeout.ms` must allow it: `topology.apache_kafka`)."""
+
+
+class Replication(Protocol):
+    """What a local topology needs of its mirrors."""
+
+    def start(self, copying: bool) -> None:
+        """Start the mirrors; `copying` False: frozen until `resume` or `copy_among`."""
+        ...
+
+    def stop(self) -> None: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def copy_among(self, names: list[str], timeout: float) -> None:
+        """Let the flows among `names` copy what their sources hold (the caller waits for the
+        nodes to have applied it, then calls `hold`)."""
+        ...
+
+    def hold(self) -> None:
+        """Freeze the flows `copy_among` let go, if the topology syncs by hand."""
+        ...
+
+    def kill(self) -> None:
+        """SIGKILL the mirror processes (the embedded mirror: stop its threads at once)."""
+        ...
+
+    def restart(self) -> None:
+        """Start again after `kill`, resuming from what the targets hold."""
+        ...
+
+    def failures(self) -> list[str]:
+        """Mirrors that gave up, and why (empty while all copy)."""
+        ...
+
+
+class EmbeddedReplication:
+    """`topology.mirror.MirrorSet`: copies on demand, or continuously once started."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
+        self.mirrors = MirrorSet(topology)
+        self._copying = False
+
+    def start(self, copying: bool) -> None:
+        self._copying = copying
+        if copying:
+            self.mirrors.start()
+
+    def stop(self) -> None:
+        self.mirrors.stop()
+
+    def pause(self) -> None:
+        self.mirrors.pause()
+
+    def resume(self) -> None:
+        self._copying = True
+        self.mirrors.resume()
+        self.mirrors.start()
+
+    def copy_among(self, names: list[str], timeout: float) -> None:
+        if not self._copying or self.mirrors.paused:
+            self.mirrors.copy_among(names, timeout)
+
+    def hold(self) -> None:
+        return None
+
+    def kill(self) -> None:
+        self.mirrors.stop()
+
+    def restart(self) -> None:
+        self.mirrors = MirrorSet(self.topology)
+        if self._copying:
+            self.mirrors.start()
+
+    def failures(self) -> list[str]:
+        return [f"{s}->{t}: {e}" for (s, t), e in self.mirrors.errors.items()]
+
+
+class MirrorMakerReplication:
+    """MirrorMaker 2, one dedicated-mode process per ordered pair of clusters."""
+
+    def __init__(self, topology: Topology, work_dir: Path, exactly_once: bool = True) -> None:
+        self.topology = topology
+        self.work_dir = work_dir
+        self.exactly_once = exactly_once
+        base = render(topology)
+        aliases = list(dict.fromkeys(r.alias for r in topology.regions))
+        self._alias_of = {r.name: r.alias for r in topology.regions}
+        self.flows: dict[tuple[str, str], MirrorMaker2] = {}
+        for source in aliases:
+            for target in aliases:
+                if source == target:
+                    continue
+                settings = fast_start_settings(aliases)
+                settings.update(flow_worker_settings(target))
+                settings[f"{target}.session.timeout.ms"] = str(FROZEN_SESSION_MS)
+                settings[f"{target}.rebalance.timeout.ms"] = str(FROZEN_SESSION_MS)
+                if exactly_once:
+                    settings.update(exactly_once_settings([target], None))
+                text = with_settings(
+                    flow_properties(base, source, target),
+                    settings,
+                    "local topology: fast start, a frozen worker keeps its place, exactly once",
+                )
+                self.flows[(source, target)] = MirrorMaker2(
+                    f"{source}-{target}", text, work_dir / f"{source}-{target}", [target]
+                )
+        self._copying = False
+        self._thawed: list[MirrorMaker2] = []
+
+    def _each(self, flows: list[MirrorMaker2], action: str) -> None:
+        if not flows:
+            return
+        with ThreadPoolExecutor(max_workers=len(flows), thread_name_prefix="mm2") as pool:
+            for future in [pool.submit(getattr(flow, action)) for flow in flows]:
+                future.result()
+
+    def start(self, copying: bool) -> None:
+        self._copying = copying
+        flows = list(self.flows.values())
+        self._each(flows, "start")
+        for (source, target), flow in self.flows.items():
+            flow.wait_tasks([f"{source}->{target}"])
+        if not copying:
+            self._each(flows, "pause")
+
+    def stop(self) -> None:
+        self._each([f for f in self.flows.values() if f.paused], "resume")
+        self._each(list(self.flows.values()), "stop")
+
+    def pause(self) -> None:
+        self._each([f for f in self.flows.values() if not f.paused], "pause")
+
+    def resume(self) -> None:
+        self._copying = True
+        self._thawed = []
+        self._each([f for f in self.flows.values() if f.paused], "resume")
+
+    def copy_among(self, names: list[str], timeout: float) -> None:
+        chosen = {self._alias_of[name] for name in names}
+        flows = [
+            flow
+            for (source, target), flow in self.flows.items()
+            if source in chosen and target in chosen and flow.paused
+        ]
+        self._each(flows, "resume")
+        self._thawed += flows
+
+    def hold(self) -> None:
+        thawed, self._thawed = self._thawed, []
+        if not self._copying:
+            self._each(thawed, "pause")
+
+    def kill(self) -> None:
+        self._each(list(self.flows.values()), "kill")
+
+    def restart(self) -> None:
+        frozen = not self._copying
+        flows = list(self.flows.values())
+        self._each(flows, "start")
+        for (source, target), flow in self.flows.items():
+            flow.wait_tasks([f"{source}->{target}"])
+        if frozen:
+            self._each(flows, "pause")
+
+    def failures(self) -> list[str]:
+        return [
+            f"MirrorMaker {flow.name} exited; see {flow.log_path}"
+            for flow in self.flows.values()
+            if not flow.alive()
+        ]
+
+
+def make_replication(
+    kind: str, topology: Topology, work_dir: Path, exactly_once: bool = True
+) -> Replication:
+    if kind == "embedded":
+        return EmbeddedReplication(topology)
+    if kind == "mm2":
+        return MirrorMakerReplication(topology, work_dir / "mm2", exactly_once)
+    raise ValueError(f"unknown mirror {kind!r}: expected one of {', '.join(MIRRORS)}")
+
+
+def wait_quiet(seconds: float) -> None:
+    """A pause between polls of the nodes while mirrors copy by themselves."""
+    time.sleep(seconds)
