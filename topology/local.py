@@ -170,7 +170,9 @@ class LocalTopology(NodeProcesses):
                 self.node_metrics_ports[cfg.id] = [free_port() for _ in cfg.nodes]
                 self.metrics_ports[cfg.id] = self.node_metrics_ports[cfg.id][0]
         self.topology_path.write_text(dumps(self.topology))
-        self.replication = make_replication(self.mirror, self.topology, self.workdir)
+        self.replication = make_replication(
+            self.mirror, self.topology, self.workdir, per_flow=self.manual_sync
+        )
         for i, node in self._every_node():
             self._spawn(i, node=node)
         for i, node in self._every_node():

@@ -5,9 +5,11 @@
   ordered pair carrying the source region's op logs only, 64 MiB records), with exactly-once
   source support on (each poll batch of a flow is one transaction on the target; the nodes
   apply another region's transaction whole however MirrorMaker cuts it, `streams.crdt.fold`).
-  One process per ordered pair of clusters, so that `sync(regions=[1, 2])` can let exactly the
-  flows among r1 and r2 copy while the others stay frozen (SIGSTOP: a frozen JVM copies
-  nothing; its Connect worker keeps its place in its group thanks to a long session timeout).
+  A topology that syncs by hand (the tests) runs one process per ordered pair of clusters, so
+  that `sync(regions=[1, 2])` can let exactly the flows among r1 and r2 copy while the others
+  stay frozen (SIGSTOP: a frozen JVM copies nothing; its Connect worker keeps its place in its
+  group thanks to a long session timeout); one that replicates continuously (`streams up`)
+  runs every flow in one process, as a deployment would (one JVM instead of n(n-1)).
 - `embedded`: `topology.mirror` (threads of this process, Python), the light stack: it copies
   on demand (`copy_among`), which makes manual sync exact and fast for the fast test tier.
 
@@ -17,7 +19,6 @@ p, under the topology's naming policy; the nodes absorb duplicates by dot.
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
@@ -120,9 +121,16 @@ class EmbeddedReplication:
 
 
 class MirrorMakerReplication:
-    """MirrorMaker 2, one dedicated-mode process per ordered pair of clusters."""
+    """MirrorMaker 2 in dedicated mode: one process per ordered pair of clusters (`per_flow`),
+    or one process for every flow."""
 
-    def __init__(self, topology: Topology, work_dir: Path, exactly_once: bool = True) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        work_dir: Path,
+        exactly_once: bool = True,
+        per_flow: bool = True,
+    ) -> None:
         self.topology = topology
         self.work_dir = work_dir
         self.exactly_once = exactly_once
@@ -130,26 +138,30 @@ class MirrorMakerReplication:
         aliases = list(dict.fromkeys(r.alias for r in topology.regions))
         self._alias_of = {r.name: r.alias for r in topology.regions}
         self.flows: dict[tuple[str, str], MirrorMaker2] = {}
-        for source in aliases:
-            for target in aliases:
-                if source == target:
-                    continue
-                settings = fast_start_settings(aliases)
-                settings.update(flow_worker_settings(target))
-                settings[f"{target}.session.timeout.ms"] = str(FROZEN_SESSION_MS)
-                settings[f"{target}.rebalance.timeout.ms"] = str(FROZEN_SESSION_MS)
-                if exactly_once:
-                    settings.update(exactly_once_settings([target], None))
+        """Per flow (source alias, target alias), the process that runs it."""
+        pairs = [(s, t) for s in aliases for t in aliases if s != t]
+        if per_flow:
+            for source, target in pairs:
                 text = with_settings(
                     flow_properties(base, source, target),
-                    settings,
+                    _settings(aliases, [target], exactly_once),
                     "local topology: fast start, a frozen worker keeps its place, exactly once",
                 )
                 self.flows[(source, target)] = MirrorMaker2(
                     f"{source}-{target}", text, work_dir / f"{source}-{target}", [target]
                 )
+        else:
+            text = with_settings(
+                base, _settings(aliases, aliases, exactly_once), "local topology: fast start"
+            )
+            every = MirrorMaker2("all", text, work_dir / "all")
+            self.flows = dict.fromkeys(pairs, every)
         self._copying = False
         self._thawed: list[MirrorMaker2] = []
+
+    @property
+    def processes(self) -> list[MirrorMaker2]:
+        return list(dict.fromkeys(self.flows.values()))
 
     def _each(self, flows: list[MirrorMaker2], action: str) -> None:
         if not flows:
@@ -160,32 +172,37 @@ class MirrorMakerReplication:
 
     def start(self, copying: bool) -> None:
         self._copying = copying
-        flows = list(self.flows.values())
-        self._each(flows, "start")
+        self._launch()
+
+    def _launch(self) -> None:
+        processes = self.processes
+        self._each(processes, "start")
         for (source, target), flow in self.flows.items():
             flow.wait_tasks([f"{source}->{target}"])
-        if not copying:
-            self._each(flows, "pause")
+        if not self._copying:
+            self._each(processes, "pause")
 
     def stop(self) -> None:
-        self._each([f for f in self.flows.values() if f.paused], "resume")
-        self._each(list(self.flows.values()), "stop")
+        self._each([f for f in self.processes if f.paused], "resume")
+        self._each(self.processes, "stop")
 
     def pause(self) -> None:
-        self._each([f for f in self.flows.values() if not f.paused], "pause")
+        self._each([f for f in self.processes if not f.paused], "pause")
 
     def resume(self) -> None:
         self._copying = True
         self._thawed = []
-        self._each([f for f in self.flows.values() if f.paused], "resume")
+        self._each([f for f in self.processes if f.paused], "resume")
 
     def copy_among(self, names: list[str], timeout: float) -> None:
         chosen = {self._alias_of[name] for name in names}
-        flows = [
-            flow
-            for (source, target), flow in self.flows.items()
-            if source in chosen and target in chosen and flow.paused
-        ]
+        flows = list(
+            dict.fromkeys(
+                flow
+                for (source, target), flow in self.flows.items()
+                if source in chosen and target in chosen and flow.paused
+            )
+        )
         self._each(flows, "resume")
         self._thawed += flows
 
@@ -195,35 +212,43 @@ class MirrorMakerReplication:
             self._each(thawed, "pause")
 
     def kill(self) -> None:
-        self._each(list(self.flows.values()), "kill")
+        self._each(self.processes, "kill")
 
     def restart(self) -> None:
-        frozen = not self._copying
-        flows = list(self.flows.values())
-        self._each(flows, "start")
-        for (source, target), flow in self.flows.items():
-            flow.wait_tasks([f"{source}->{target}"])
-        if frozen:
-            self._each(flows, "pause")
+        self._launch()
 
     def failures(self) -> list[str]:
         return [
             f"MirrorMaker {flow.name} exited; see {flow.log_path}"
-            for flow in self.flows.values()
+            for flow in self.processes
             if not flow.alive()
         ]
 
 
+def _settings(aliases: list[str], targets: list[str], exactly_once: bool) -> dict[str, str]:
+    """Fast start (no plugin scan), offsets flushed every second, a frozen worker kept in its
+    group, and exactly-once into each of `targets` (`topology.mm2.process`)."""
+    settings = fast_start_settings(aliases)
+    for target in targets:
+        settings.update(flow_worker_settings(target))
+        settings[f"{target}.session.timeout.ms"] = str(FROZEN_SESSION_MS)
+        settings[f"{target}.rebalance.timeout.ms"] = str(FROZEN_SESSION_MS)
+    if exactly_once:
+        settings.update(exactly_once_settings(targets, None))
+    return settings
+
+
 def make_replication(
-    kind: str, topology: Topology, work_dir: Path, exactly_once: bool = True
+    kind: str,
+    topology: Topology,
+    work_dir: Path,
+    exactly_once: bool = True,
+    per_flow: bool = True,
 ) -> Replication:
+    """The mirrors of `kind` for `topology`; `per_flow`: MirrorMaker 2 in one process per flow
+    (syncs among some regions only), else in one process."""
     if kind == "embedded":
         return EmbeddedReplication(topology)
     if kind == "mm2":
-        return MirrorMakerReplication(topology, work_dir / "mm2", exactly_once)
+        return MirrorMakerReplication(topology, work_dir / "mm2", exactly_once, per_flow)
     raise ValueError(f"unknown mirror {kind!r}: expected one of {', '.join(MIRRORS)}")
-
-
-def wait_quiet(seconds: float) -> None:
-    """A pause between polls of the nodes while mirrors copy by themselves."""
-    time.sleep(seconds)

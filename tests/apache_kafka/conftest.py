@@ -1,0 +1,64 @@
+"""The `apache_kafka` tier: the stack users deploy, Apache Kafka brokers (KRaft, one node per
+region) replicated by MirrorMaker 2 (one dedicated-mode process per flow), as Java processes on
+Kafka's jars from Maven Central (`scripts/kafka_jars.sh`, run by scripts/setup.sh).
+
+Starting such a topology takes seconds of JVMs, so the seed tables share one per ID mode
+(`kafka_topology`), each table on keys of its own (`KeyspaceDriver`); tests that break things
+(faults) start their own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from topology.jvm import kafka_libs
+from topology.local import LocalTopology
+
+
+def require_kafka() -> None:
+    """Skip without Kafka's jars, except under CI (the `CI` environment variable), where a
+    missing jar fails the tier: CI must really run it."""
+    try:
+        kafka_libs()
+    except Exception as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"Apache Kafka is not set up here: {exc}")
+
+
+class Topologies:
+    """One three-region Kafka + MirrorMaker 2 topology per ID mode, started on first use."""
+
+    def __init__(self) -> None:
+        self.started: dict[str, LocalTopology] = {}
+
+    def get(self, id_mode: str) -> LocalTopology:
+        if id_mode not in self.started:
+            topo = LocalTopology(
+                regions=3,
+                manual_sync=True,
+                id_mode=id_mode,
+                debug_clock=True,
+                broker="kafka",
+                mirror="mm2",
+            )
+            topo.start()
+            self.started[id_mode] = topo
+        return self.started[id_mode]
+
+    def close(self) -> None:
+        for topo in self.started.values():
+            topo.close()
+
+
+@pytest.fixture(scope="session")
+def kafka_topologies() -> Iterator[Topologies]:
+    require_kafka()
+    topologies = Topologies()
+    try:
+        yield topologies
+    finally:
+        topologies.close()
