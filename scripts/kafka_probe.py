@@ -42,7 +42,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
+from confluent_kafka.admin._config import ConfigResource  # noqa: E402
+from confluent_kafka.cimpl import NewTopic  # noqa: E402
 
 from streams.config.topology import loads  # noqa: E402
 from streams.kafka.reading import TOPIC_MAX_MESSAGE_BYTES  # noqa: E402
@@ -144,7 +146,7 @@ def read_all(
                 if err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
                     time.sleep(0.1)
                 continue
-            out.append((msg.offset(), msg.value() or b""))
+            out.append((msg.offset() or 0, msg.value() or b""))
     finally:
         consumer.close()
     return out
@@ -284,8 +286,8 @@ def section_commit() -> None:
         configs = admin.describe_configs([resource])[resource].result()
         flush = {k: configs[k].value for k in sorted(configs) if k.startswith("log.flush")}
         say(f"broker flush settings (defaults): {flush}")
-        init, lat = commit_latencies(broker)
-        say(commit_line("default flush, librdkafka defaults", init, lat))
+        init, lat = commit_latencies(broker, **{"retry.backoff.ms": 100})
+        say(commit_line("default flush, librdkafka's retry.backoff.ms (100 ms)", init, lat))
         # After EndTxn the next transaction's AddPartitionsToTxn often meets
         # CONCURRENT_TRANSACTIONS (the coordinator still writes the markers), and librdkafka
         # waits retry.backoff.ms (100 ms) before trying again.
@@ -888,8 +890,12 @@ def section_pause() -> None:
                 dups_before = count_values(read_all(b, "r1.oplog", "read_committed"))[2]
                 stream = Stream(a, "r1.oplog", 2000, size=10, pace_s=0.03).start()
                 floor = before + 500
+
+                def past_floor(floor: int = floor) -> bool:
+                    return len(read_all(b, "r1.oplog", "read_committed", 3)) > floor
+
                 wait_until(
-                    lambda floor=floor: len(read_all(b, "r1.oplog", "read_committed", 3)) > floor,
+                    past_floor,
                     60,
                     0.3,
                 )
