@@ -52,7 +52,11 @@ def cluster_id(name: str) -> str:
 
 
 def server_properties(
-    log_dir: Path, port: int, controller_port: int, extra: dict[str, str] | None = None
+    log_dir: Path,
+    port: int,
+    controller_port: int,
+    extra: dict[str, str] | None = None,
+    host: str = "127.0.0.1",
 ) -> str:
     """The node's server.properties (comments say why for what is not Kafka's default)."""
     size = str(TOPIC_MAX_MESSAGE_BYTES)
@@ -63,9 +67,9 @@ def server_properties(
         # find its own voter again.
         "process.roles": "broker,controller",
         "node.id": str(NODE_ID),
-        "controller.quorum.voters": f"{NODE_ID}@127.0.0.1:{controller_port}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "controller.quorum.voters": f"{NODE_ID}@{host}:{controller_port}",
+        "listeners": f"PLAINTEXT://{host}:{port},CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{host}:{port}",
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
@@ -132,11 +136,17 @@ class KafkaBroker:
         extra_config: dict[str, str] | None = None,
         log_level: str = "INFO",
         jvm_opts: Sequence[str] = DEFAULT_JVM_OPTS,
+        host: str = "127.0.0.1",
+        netns: str | None = None,
     ) -> None:
         """`data_dir`: where the node keeps its log dir, config and log (formatted on the first
         start, served again on later ones); None for a temporary directory removed by stop().
-        `extra_config`: server.properties entries overriding ours (e.g. log.flush.*)."""
+        `extra_config`: server.properties entries overriding ours (e.g. log.flush.*). `host`:
+        the address it listens on and advertises; `netns`: a network namespace to run it in
+        (a test host of its own: the fault tests cut its link)."""
         self.name = name
+        self.host = host
+        self.netns = netns
         self.port = port or free_port()
         self.controller_port = controller_port or free_port()
         self.heap_mb = heap_mb
@@ -156,7 +166,7 @@ class KafkaBroker:
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def log_path(self) -> Path:
@@ -186,7 +196,9 @@ class KafkaBroker:
         log_dir = base / "kraft"
         config = base / "server.properties"
         config.write_text(
-            server_properties(log_dir, self.port, self.controller_port, self.extra_config)
+            server_properties(
+                log_dir, self.port, self.controller_port, self.extra_config, self.host
+            )
         )
         log4j2 = base / "log4j2.xml"
         write_log4j2(log4j2, self._log, self.log_level)
@@ -194,7 +206,13 @@ class KafkaBroker:
         if not (log_dir / "meta.properties").is_file():
             self._format(config, log4j2)
         self._java = JavaProcess(
-            "kafka.Kafka", [str(config)], self._log, log4j2, self.heap_mb, self.jvm_opts
+            "kafka.Kafka",
+            [str(config)],
+            self._log,
+            log4j2,
+            self.heap_mb,
+            self.jvm_opts,
+            prefix=["ip", "netns", "exec", self.netns] if self.netns else (),
         )
         self._java.start()
         try:

@@ -16,13 +16,21 @@ on either; `docs/kafka.md` lists where they differ.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from topology.apache_kafka import KafkaBroker
 from topology.broker import BrokerError, EmbeddedBroker
 from topology.objectstore import ObjectStore
 
 BROKERS = ("kafka", "tansu")
+
+
+class BrokerHost(NamedTuple):
+    """A test host of its own for a broker: a network namespace and its address there (the
+    fault tests take its link down to cut the cluster off)."""
+
+    netns: str
+    address: str
 
 
 class Broker(Protocol):
@@ -47,12 +55,20 @@ class Broker(Protocol):
 
 
 def make_broker(
-    kind: str, name: str, data_dir: Path | None = None, store: ObjectStore | None = None
+    kind: str,
+    name: str,
+    data_dir: Path | None = None,
+    store: ObjectStore | None = None,
+    host: BrokerHost | None = None,
 ) -> Broker:
     """Region `name`'s broker of `kind`: Apache Kafka (durable in `data_dir`, else in a
-    temporary directory) or Tansu (on `store`, else in memory)."""
+    temporary directory; on `host` if given) or Tansu (on `store`, else in memory)."""
     if kind == "kafka":
-        return KafkaBroker(name, data_dir=data_dir)
+        if host is None:
+            return KafkaBroker(name, data_dir=data_dir)
+        return KafkaBroker(name, data_dir=data_dir, host=host.address, netns=host.netns)
+    if host is not None:
+        raise ValueError("a broker on a host of its own is an Apache Kafka broker (broker='kafka')")
     if kind == "tansu":
         return EmbeddedBroker(name, store=store)
     raise ValueError(f"unknown broker {kind!r}: expected one of {', '.join(BROKERS)}")

@@ -150,7 +150,11 @@ class JavaProcess:
         heap_mb: int,
         jvm_opts: Sequence[str] = DEFAULT_JVM_OPTS,
         env: Mapping[str, str] | None = None,
+        prefix: Sequence[str] = (),
     ) -> None:
+        """`prefix`: what runs the JVM (e.g. `ip netns exec NAME`, which execs it in a network
+        namespace: the pid stays the JVM's)."""
+        self.prefix = list(prefix)
         self.main_class = main_class
         self.args = list(args)
         self.log_file = log_file
@@ -162,6 +166,7 @@ class JavaProcess:
 
     def command(self) -> list[str]:
         return [
+            *self.prefix,
             java_binary(),
             f"-Xms{min(self.heap_mb, 64)}m",
             f"-Xmx{self.heap_mb}m",

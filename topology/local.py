@@ -37,7 +37,7 @@ from redis.cluster import ClusterNode, RedisCluster
 
 from streams.cluster.layout import spread
 from streams.config import MAX_SHARDS, NodeConfig, RegionConfig, Topology, dumps
-from topology.brokers import BROKERS, Broker, make_broker, restartable
+from topology.brokers import BROKERS, Broker, BrokerHost, make_broker, restartable
 from topology.mirror import MirrorSet
 from topology.node_procs import NodeProcesses, TopologyError
 from topology.objectstore import DataDirLock, ObjectStore, in_parallel, start_stores
@@ -71,6 +71,7 @@ class LocalTopology(NodeProcesses):
         data_dir: str | Path | None = None,
         broker: str = "tansu",
         mirror: str = "embedded",
+        broker_hosts: dict[int, BrokerHost] | None = None,
     ) -> None:
         """`external`: run nodes and mirrors for an existing topology (its own Kafka clusters)
         instead of starting embedded brokers (its file decides shards and nodes); `port_base`:
@@ -85,7 +86,9 @@ class LocalTopology(NodeProcesses):
         `data_dir`: durable brokers, each region's on its object store under `data_dir/r<i>`
         (`.stores[i]`); the directory is locked while the topology runs (a second topology on it
         is refused with `DataDirInUse`). `broker`: "tansu" or "kafka" (`topology.brokers`);
-        `mirror`: "embedded" or "mm2" (`topology.replication`)."""
+        `mirror`: "embedded" or "mm2" (`topology.replication`); `broker_hosts`: per region, a
+        network namespace and address to run its (Apache Kafka) broker on."""
+        self.broker_hosts = dict(broker_hosts or {})
         if broker not in BROKERS:
             raise ValueError(f"broker must be one of {', '.join(BROKERS)}, not {broker!r}")
         if mirror not in MIRRORS:
@@ -196,7 +199,9 @@ class LocalTopology(NodeProcesses):
             self._start_stores(self.data_dir)
         for i in range(1, self.n + 1):
             own = None if self.data_dir is None else self.data_dir / f"r{i}" / "kafka"
-            self.brokers[i] = make_broker(self.broker, f"r{i}", own, self.stores.get(i))
+            self.brokers[i] = make_broker(
+                self.broker, f"r{i}", own, self.stores.get(i), self.broker_hosts.get(i)
+            )
         in_parallel([broker.start for broker in self.brokers.values()])
         for i, broker in self.brokers.items():
             self.bootstrap[i] = broker.bootstrap

@@ -1,0 +1,147 @@
+"""Faults on the stack users deploy (three Apache Kafka clusters, MirrorMaker 2), each under a
+load of writers and group readers in every region: MirrorMaker 2 SIGKILLed and started again, a
+broker SIGKILLed and started on its data, a region node SIGKILLed, and a region's cluster cut off
+the network for 30 s. After each, every XADD a client saw acknowledged is in every region exactly
+once, nothing deleted came back, no payload is there twice, the digests are equal and every
+node's state is what its cluster's logs fold to (tests/faults/workload.py's ledger and checks,
+the same as on the embedded stack)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from faults.workload import (
+    check_dots,
+    check_logs_fold_to_nodes,
+    check_no_loss,
+    check_pel,
+    first_write,
+    prepare,
+    run_load,
+    settle,
+    summary,
+)
+
+from apache_kafka.conftest import require_kafka
+from apache_kafka.hosts import available, hosts
+from topology.brokers import BrokerHost
+from topology.local import LocalTopology
+
+RATE = 40.0
+"""Requests a second per region."""
+
+
+@contextmanager
+def kafka_topology(broker_hosts: dict[int, BrokerHost] | None = None) -> Iterator[LocalTopology]:
+    require_kafka()
+    with LocalTopology(
+        regions=3, manual_sync=False, broker="kafka", mirror="mm2", broker_hosts=broker_hosts
+    ) as topo:
+        prepare(topo)
+        yield topo
+
+
+def check_all(topo: LocalTopology, ledgers: list) -> None:  # type: ignore[type-arg]
+    settle(topo, timeout=120)
+    print(summary(ledgers))
+    print(f"  checked in every region: {check_no_loss(topo, ledgers)}")
+    check_logs_fold_to_nodes(topo)
+    print(f"  op logs on every cluster, copies absorbed: {check_dots(topo, copies=True)}")
+
+
+def test_mirrormaker_killed_and_restarted_under_load_loses_and_doubles_nothing() -> None:
+    with kafka_topology() as topo:
+        figures: dict[str, float] = {}
+
+        def crash() -> None:
+            time.sleep(3.0)
+            topo.kill_mirror()
+            time.sleep(2.0)
+            started = time.monotonic()
+            topo.start_mirror()
+            figures["restart_s"] = time.monotonic() - started
+
+        ledgers = run_load(topo, [1, 2, 3], seconds=10.0, rate=RATE, during=crash)
+        print(
+            "\nMirrorMaker 2 SIGKILLed at 3 s for 2 s; started again in"
+            f" {figures['restart_s']:.1f} s"
+        )
+        check_all(topo, ledgers)
+
+
+def test_a_broker_killed_and_restarted_on_its_data_under_load_loses_and_doubles_nothing() -> None:
+    with kafka_topology() as topo:
+        figures: dict[str, float] = {}
+
+        def crash() -> None:
+            time.sleep(3.0)
+            topo.kill_broker(2)
+            killed = time.monotonic()
+            time.sleep(2.0)
+            topo.start_broker(2)
+            figures["broker_s"] = time.monotonic() - killed - 2.0
+            assert first_write(topo.ports[2], 120) is not None, "r2 takes no write again"
+            figures["kill_to_write_s"] = time.monotonic() - killed
+
+        ledgers = run_load(topo, [1, 2, 3], seconds=12.0, rate=RATE, during=crash)
+        print(
+            f"\nr2's broker SIGKILLed at 3 s for 2 s: started again in {figures['broker_s']:.1f} s,"
+            f" r2 took writes {figures['kill_to_write_s']:.1f} s after the kill"
+        )
+        check_all(topo, ledgers)
+        print(f"  r2 PEL: {check_pel(topo.client(2), ledgers[1])}")
+        assert ledgers[1].errors, "the broker's death went unnoticed by r2's writer"
+
+
+def test_a_node_killed_under_load_loses_and_doubles_nothing() -> None:
+    with kafka_topology() as topo:
+
+        def crash() -> None:
+            time.sleep(3.0)
+            topo.kill_node(3)
+            time.sleep(0.5)
+            topo.start_node(3)
+            assert first_write(topo.ports[3], 60) is not None, "r3 takes no write again"
+
+        ledgers = run_load(topo, [1, 2, 3], seconds=10.0, rate=RATE, during=crash)
+        print("\nr3's node SIGKILLed at 3 s, started again 0.5 s later")
+        check_all(topo, ledgers)
+        print(f"  r3 PEL after restart: {check_pel(topo.client(3), ledgers[2])}")
+
+
+PARTITION_S = 30.0
+
+
+def test_a_regions_cluster_cut_off_for_30_s_under_load_loses_and_doubles_nothing() -> None:
+    why = available()
+    if why is not None:
+        pytest.skip(why)
+    with hosts(3) as made:
+        placed = {i: host.broker_host for i, host in made.items()}
+        with kafka_topology(placed) as topo:
+            figures: dict[str, float] = {}
+
+            def partition() -> None:
+                time.sleep(3.0)
+                made[2].down()
+                time.sleep(PARTITION_S)
+                made[2].up()
+                healed = time.monotonic()
+                assert first_write(topo.ports[2], 120) is not None, "r2 takes no write again"
+                figures["heal_to_write_s"] = time.monotonic() - healed
+
+            ledgers = run_load(
+                topo, [1, 2, 3], seconds=PARTITION_S + 8.0, rate=RATE, during=partition
+            )
+            print(
+                f"\nr2's cluster cut off at 3 s for {PARTITION_S:g} s; r2 took writes"
+                f" {figures['heal_to_write_s']:.1f} s after the link came back"
+            )
+            check_all(topo, ledgers)
+            assert ledgers[1].errors, "the partition went unnoticed by r2's writer"
+            assert not ledgers[0].outages and not ledgers[2].outages, (
+                "r1 and r3 must take writes all along"
+            )
