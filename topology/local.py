@@ -142,6 +142,8 @@ class LocalTopology(NodeProcesses):
         self.metrics = metrics
         self.metrics_ports: dict[int, int] = {}
         self.node_metrics_ports: dict[int, list[int]] = {}
+        self.timings: dict[str, float] = {}
+        """How long `start` took to have the brokers, the nodes and the mirrors up (seconds)."""
 
     # --- context manager -------------------------------------------------------------------------
 
@@ -162,8 +164,12 @@ class LocalTopology(NodeProcesses):
         self.close()
 
     def start(self) -> None:
+        """Brokers, then the nodes (each serving once it read its logs), then the mirrors;
+        `timings` says how long each step took (seconds, from the call)."""
+        began = time.monotonic()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.topology = self.external or self._embedded()
+        self.timings["brokers"] = time.monotonic() - began
         for cfg in self.topology.regions:
             self.names[cfg.id] = cfg.name
             self.ports[cfg.id] = cfg.resp_port
@@ -180,7 +186,9 @@ class LocalTopology(NodeProcesses):
             self._spawn(i, node=node)
         for i, node in self._every_node():
             self._wait_ready(i, node=node)
+        self.timings["nodes"] = time.monotonic() - began
         self.replication.start(copying=not self.manual_sync)
+        self.timings["mirrors"] = time.monotonic() - began
 
     @property
     def mirrors(self) -> MirrorSet | None:
