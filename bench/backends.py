@@ -23,8 +23,11 @@ import time
 from pathlib import Path
 
 import redis
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.durability import kafka_commit, say, xadd_latency
+from bench.durability import say, xadd_latency
+from bench.latency import percentiles
 from bench.pipeline import tree_cpu_seconds
 from bench.throughput import run_benchmarks, write_section, xadd_benchmark_command
 from topology.local import LocalTopology
@@ -35,6 +38,35 @@ BACKENDS = {
     "tansu-s3": ("Tansu on SeaweedFS + embedded mirror, durable", "tansu", "embedded", True),
     "tansu-memory": ("Tansu in memory + embedded mirror, ephemeral", "tansu", "embedded", False),
 }
+
+
+def kafka_commit(bootstrap: str, n: int) -> dict[str, float]:
+    """One-record transactions on the broker itself (begin, produce, commit): the write path's
+    floor, without the node. The topic is made first (Apache Kafka here creates none on use)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic("bench.commit", 1, 1)]).values():
+        try:
+            future.result(30)
+        except Exception as exc:  # noqa: BLE001 - a second round finds it there
+            if "exists" not in str(exc).lower():
+                raise
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": "bench-commit",
+            "retry.backoff.ms": 5,
+            "log_level": 0,
+        }
+    )
+    producer.init_transactions(30)
+    samples = []
+    for i in range(n):
+        started = time.perf_counter()
+        producer.begin_transaction()
+        producer.produce("bench.commit", b"%d" % i)
+        producer.commit_transaction(30)
+        samples.append(time.perf_counter() - started)
+    return percentiles(samples)
 
 
 def tree_rss_mb(root: int) -> float:

@@ -110,10 +110,12 @@ def render(topology: Topology, naming: str | None = None) -> str:
     lines += [
         "",
         "# Skip what region nodes do not use: they read with assign(), not consumer groups.",
-        "# MirrorMaker 2 still creates its own topics (heartbeats, <alias>.checkpoints.internal,",
-        "# mm2-offset-syncs.<alias>.internal, mm2-offsets/status/configs.<alias>.internal) and",
-        "# copies every heartbeats topic whatever the topics filter; region nodes read only",
-        "# topics ending in .oplog, so these are ignored.",
+        "# MirrorMaker 2 still creates its own topics on each cluster (heartbeats,",
+        "# mm2-offset-syncs.<alias>.internal, mm2-offsets/status/configs.<alias>.internal; no",
+        "# checkpoints topic while checkpoints are off) and copies every heartbeats topic",
+        "# whatever the topics filter (<alias>.heartbeats under the identity policy); region",
+        "# nodes read only topics ending in .oplog, so these are ignored. With checkpoints off it",
+        "# logs 'Failed to configure MirrorCheckpointConnector' once per flow at start: harmless.",
         "emit.checkpoints.enabled = false",
         "sync.group.offsets.enabled = false",
         "emit.heartbeats.enabled = false",
@@ -140,6 +142,33 @@ def render(topology: Topology, naming: str | None = None) -> str:
     for alias in aliases:
         lines.append(f"{alias}.producer.enable.idempotence = true")
         lines.append(f"{alias}.producer.acks = all")
+    lines += [
+        "",
+        "# Exactly once (KIP-618): each flow's copies and its source offsets commit in one",
+        "# transaction on the target, so a restarted MirrorMaker copies nothing twice (without",
+        "# it, everything since the last offset flush comes again: nodes drop such duplicates by",
+        "# dot, but they cost). MirrorMaker's transactions follow its own poll batches, not the",
+        "# source's (KAFKA-14021): the nodes apply another region's transaction whole however it",
+        "# arrives (op packs say where it ends). Several MirrorMaker processes serving the same",
+        "# flows also need `dedicated.mode.enable.internal.rest = true` and a `listeners` URL each;",
+        "# one process (this file's use) does not.",
+    ]
+    for alias in aliases:
+        lines.append(f"{alias}.exactly.once.source.support = enabled")
+    lines += [
+        "",
+        "# Find Connect's plugins from their ServiceLoader manifests instead of scanning every",
+        "# jar: MirrorMaker starts in about 2 s instead of 20-30 s, with 300 MB less memory.",
+        "plugin.discovery = service_load",
+    ]
+    lines += [f"{alias}.plugin.discovery = service_load" for alias in aliases]
+    lines += [
+        "",
+        "# A MirrorMaker started again after a crash joins under a new worker id; Connect would",
+        "# keep the dead worker's tasks unassigned for 5 minutes in case it returns (measured:",
+        "# 70 s to copy again). With one MirrorMaker process nothing else can take them.",
+    ]
+    lines += [f"{alias}.scheduled.rebalance.max.delay.ms = 0" for alias in aliases]
     factor = topology.replication_factor or 1
     why = (
         "[topology] replication_factor"
