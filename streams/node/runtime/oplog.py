@@ -107,7 +107,13 @@ class Reader(Protocol):
 
     caught_up: threading.Event
     records_read: int
-    records_skipped: int
+
+    @property
+    def records_skipped(self) -> int:
+        """Records skipped: forged ones (a signing region's, unsigned), and those named by
+        --skip-record."""
+        ...
+
     own_positions: dict[str, int]
     """Where reading the own logs stopped when they were dropped after catching up."""
 
