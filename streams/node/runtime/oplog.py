@@ -154,6 +154,12 @@ class SnapshotStore(Protocol):
     where: str
     """Where the snapshots are kept, for messages (a topic, or a topic and partition)."""
 
+    @property
+    def cluster_id(self) -> str | None:
+        """The id of the Kafka cluster the shard reads (None: not known, or no Kafka): every
+        snapshot names the cluster its positions were read from (`streams.kafka.clusters`)."""
+        ...
+
     def load_newest(self) -> Snapshot | None: ...
 
     def publish(self, snapshot_id: str, data: bytes) -> None: ...
