@@ -80,10 +80,10 @@ class Skip:
         return self.kind in (Refusal.CORRUPT, Refusal.UNTRUSTED)
 
     def text(self) -> str:
-        return (
-            f"skipped the record at topic {self.topic} partition {self.partition} offset "
-            f"{self.offset} ({self.kind.value}): {self.reason}"
-        )
+        where = f"the record at topic {self.topic} partition {self.partition} offset {self.offset}"
+        if self.kind is Refusal.NAMED:
+            return f"skipping {where} as --skip-record asked: {self.reason}"
+        return f"skipped {where} ({self.kind.value}): {self.reason}"
 
 
 @dataclass(frozen=True)
@@ -243,8 +243,8 @@ class Admission:
                         Skip(
                             Refusal.NAMED,
                             *rival,
-                            f"--skip-record named it; the record at topic {topic} partition "
-                            f"{partition} offset {offset} carries its dot and is applied instead",
+                            f"the record at topic {topic} partition {partition} offset "
+                            f"{offset} carries its dot and is applied instead",
                         )
                     )
                 )
@@ -256,4 +256,4 @@ class Admission:
 
     @staticmethod
     def _named(refused: RecordRefused) -> Skip:
-        return Skip(Refusal.NAMED, refused.topic, refused.partition, refused.offset, str(refused))
+        return Skip(Refusal.NAMED, refused.topic, refused.partition, refused.offset, refused.reason)
