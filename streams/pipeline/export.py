@@ -41,8 +41,19 @@ def escape_path_name(text: str) -> str:
     return "".join(f"%{ord(c):02X}" if c in _ESCAPE else c for c in text)
 
 
-def read_oplogs(spark: SparkSession, bootstrap: str, **options: str) -> DataFrame:
+FOLD_COLUMNS = (
+    "topic string, partition int, kind string, origin int, seq long, key binary, value binary, "
+    "txn_last long"
+)
+"""What the folds read of the source (`folding.entries`): the other columns are not computed."""
+
+
+def read_oplogs(
+    spark: SparkSession, bootstrap: str, schema: str | None = None, **options: str
+) -> DataFrame:
     reader = spark.read.format("streams_oplog").option("kafka.bootstrap.servers", bootstrap)
+    if schema is not None:
+        reader = reader.schema(schema)
     for k, v in options.items():
         reader = reader.option(k, v)
     return reader.load()
@@ -63,7 +74,9 @@ def export(
     options = {} if min_partitions is None else {"minPartitions": str(min_partitions)}
     if topology is not None:
         options["topology"] = topology
-    entries = folding.entries(read_oplogs(spark, bootstrap, **options)).cache()
+    # cached: the fold reads the logs twice (what was read of each origin, then the ops)
+    logs = read_oplogs(spark, bootstrap, FOLD_COLUMNS, **options).cache()
+    entries = folding.entries(logs).cache()
     try:
         (
             entries.write.mode("overwrite")
@@ -74,6 +87,7 @@ def export(
         return entries.count()
     finally:
         entries.unpersist()
+        logs.unpersist()
 
 
 STORED = ("kind", "key", "value", "topic", "partition", "offset", "origin", "seq", "txn_last")

@@ -123,10 +123,10 @@ def _subscribed(opts: SourceOptions, metadata: Any) -> list[tuple[str, int]]:
 
 def first_values(
     opts: SourceOptions, consumer: Consumer, tps: list[tuple[str, int]], timeout: float = 60.0
-) -> list[tuple[str, bytes | None]]:
-    """The first record of each partition (topic, value), empty ones left out: how a job
-    without a topology file learns which region writes each op log (the record gate's
-    regions, `streams.kafka.records.Trust.from_logs`)."""
+) -> dict[tuple[str, int], bytes | None]:
+    """The first record's value of each partition, empty ones left out: how a job without a
+    topology file learns which region writes each op log (the record gate's regions,
+    `streams.kafka.records.Trust.from_logs`)."""
     starts = {tp: _watermarks(consumer, tp)[0] for tp in tps}
     found: dict[tuple[str, int], bytes | None] = {}
     reading = kafka.ReadToEnd(
@@ -144,7 +144,7 @@ def first_values(
             reading.finish(tp)
     finally:
         consumer.unassign()
-    return [(t, v) for (t, _p), v in sorted(found.items())]
+    return dict(sorted(found.items()))
 
 
 def _is_op_log_name(topic: str) -> bool:

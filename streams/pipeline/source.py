@@ -103,9 +103,10 @@ class Learned:
         new = [tp for tp in tps if tp not in self._seen and is_oplog_topic(tp[0])]
         if new:
             first = kafka_io.first_values(self.opts, consumer, new)
-            for origin, name in origin_names(first).items():
+            named = origin_names((topic, value) for (topic, _p), value in first.items())
+            for origin, name in named.items():
                 self.regions.setdefault(origin, name)
-            self._seen.update(tp for tp in new if tp[0] in {t for t, _v in first})
+            self._seen.update(first)  # an empty partition is looked at again next time
         return dict(self.regions)
 
 
