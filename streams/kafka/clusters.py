@@ -100,3 +100,12 @@ def unknown_warning(what: str, here: str | None) -> str:
 def snapshot_cluster(meta: Mapping[str, str]) -> str | None:
     """The cluster a snapshot's positions were read from (None: an older snapshot)."""
     return meta.get(SNAPSHOT_META) or None
+
+
+def elsewhere(meta: Mapping[str, str], bootstrap: str) -> str | None:
+    """For a snapshot without a cluster id: the bootstrap `streams snapshot` wrote it from (its
+    `source` meta) when that is not `bootstrap`, else None. Another address may reach the same
+    cluster, but nothing says so: a reader translates such a snapshot by seq, which is exact
+    either way and costs only the time to read the logs in full."""
+    source = meta.get("source") or ""
+    return source if source and source != bootstrap and not snapshot_cluster(meta) else None

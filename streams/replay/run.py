@@ -144,10 +144,14 @@ def _starts(req: Request, logs: Logs, shards: list[int], notes: list[str]) -> di
             tainted = meta.get("tainted", "") not in ("", "false")
             taken_on = clusters.snapshot_cluster(meta)
             positions, origin = clusters.translate(positions, taken_on, logs.cluster_id)
+            source = clusters.elsewhere(meta, req.bootstrap)
             if origin is clusters.Origin.OTHER:
                 notes.append(
                     clusters.translated_note(f"snapshot {path}", taken_on, logs.cluster_id)
                 )
+            elif source is not None:  # an older snapshot of another address: translated too
+                positions = {}
+                notes.append(clusters.translated_note(f"snapshot {path}", source, req.bootstrap))
             elif origin is clusters.Origin.UNKNOWN and positions:
                 notes.append(clusters.unknown_warning(f"snapshot {path}", logs.cluster_id))
             starts[shard] = Start(region, positions, tainted)

@@ -58,6 +58,14 @@ def test_a_position_without_a_cluster_id_is_used_as_before() -> None:
     assert clusters.snapshot_cluster({clusters.SNAPSHOT_META: A}) == A
 
 
+def test_an_older_snapshot_written_from_another_address_is_told_apart_by_its_source() -> None:
+    old = {"writer": "streams snapshot", "source": "kafka-a:9092"}
+    assert clusters.elsewhere(old, "kafka-b:9092") == "kafka-a:9092"
+    assert clusters.elsewhere(old, "kafka-a:9092") is None
+    assert clusters.elsewhere({**old, clusters.SNAPSHOT_META: A}, "kafka-b:9092") is None
+    assert clusters.elsewhere({"writer": "node r1"}, "kafka-b:9092") is None
+
+
 def test_replay_offsets_are_printed_with_their_cluster_and_read_back() -> None:
     text = offsets_text(POSITIONS, A)
     assert text == f"cluster={A},r1.local:0=7,r2.oplog:0=40"
