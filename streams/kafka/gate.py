@@ -1,5 +1,8 @@
-"""What the materializer checks before a decoded record may reach the state: that it can be a
-real op of the topology, and that it does not contradict an op already read under its dot.
+"""What every reader checks before a decoded record may reach a state: that it can be a real op
+of the topology, and that it does not contradict an op already read under its dot. Readers do
+not call it directly: `streams.kafka.records.Admission` decodes a Kafka record and passes its
+ops through a gate, for the node's materializer, `streams replay / diff / history / log` and the
+Spark source alike, so a record one of them refuses is refused by all.
 
 The op logs are Kafka topics, and anyone who can produce to them can put a record there. A
 record that decodes is not yet an op of the database:
@@ -18,11 +21,12 @@ record that decodes is not yet an op of the database:
   no longer compared: a forged record far behind the frontier is a duplicate the fold drops,
   which changes nothing.)
 
-Every refusal stops the materializer like an undecodable record does (nothing is applied
-silently, nothing skipped silently), and `--skip-record TOPIC:PARTITION:OFFSET` lets an
-operator skip the one record named. Of two records under one dot, the first passed the checks
-when it was read; naming it withholds it until the other arrives, which is then applied in its
-place, and a named record that meets no such rival by the end of catching up stops the node
+Every refusal (`Refusal`: a typed value readers decide on) stops the materializer like an
+undecodable record does (nothing is applied silently, nothing skipped silently), and
+`--skip-record TOPIC:PARTITION:OFFSET` lets an operator skip the one record named. Of two
+records under one dot, the first passed the checks when it was read; naming it withholds it
+until the other arrives, which is then applied in its place, and a named record that meets no
+such rival by the end of catching up stops the node
 (skipping a real op would make the region diverge for good).
 
 Records are authenticated when the topology gives a region a `signing_key`: its writer adds
@@ -43,6 +47,7 @@ import hashlib
 import hmac
 from array import array
 from collections.abc import Mapping, Sequence
+from enum import Enum
 
 from streams.crdt import ops
 from streams.kafka.headers import header
@@ -53,19 +58,66 @@ WINDOW = 1 << 16
 26 bytes each, 1.7 MB per origin and shard."""
 
 
-class UntrustedRecord(RuntimeError):
-    """A record that decodes but cannot be an op of this topology."""
+class Refusal(Enum):
+    """Why a reader did not take a record, as a value readers decide on (never on the text)."""
 
-    def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
-        super().__init__(
-            f"refusing the record at topic {topic} partition {partition} offset {offset}: "
-            f"{reason}; the materializer stopped (this record and what follows it were not "
-            f"applied; if this record carries no op, restart the node with --skip-record "
-            f"{topic}:{partition}:{offset})"
-        )
+    CORRUPT = "corrupt"
+    """It does not decode (not an op-log record, a malformed pack): stops the reader."""
+    UNTRUSTED = "untrusted"
+    """It decodes but cannot be an op of this topology, or contradicts an op under its dot:
+    stops the reader (a replay may skip it on request, the result then tainted)."""
+    FORGED = "forged"
+    """Its region signs its records and it carries no valid signature: it cannot be real, so it
+    is skipped (and counted) wherever it is read, and nothing is lost."""
+    NAMED = "named"
+    """An operator named it with `--skip-record` (the node only)."""
+
+
+class RecordRefused(RuntimeError):
+    """A record a reader does not take; `kind` says why, `reason` in words without the place."""
+
+    kind = Refusal.UNTRUSTED
+
+    def __init__(self, topic: str, partition: int, offset: int, reason: str, text: str) -> None:
+        super().__init__(text)
         self.topic = topic
         self.partition = partition
         self.offset = offset
+        self.reason = reason
+
+
+class UndecodableRecord(RecordRefused):
+    """A record that is not an op-log record (or a malformed pack)."""
+
+    kind = Refusal.CORRUPT
+
+    def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
+        super().__init__(
+            topic,
+            partition,
+            offset,
+            reason,
+            f"cannot decode the record at topic {topic} partition {partition} offset {offset}: "
+            f"{reason}",
+        )
+
+
+class UntrustedRecord(RecordRefused):
+    """A record that decodes but cannot be an op of this topology."""
+
+    kind = Refusal.UNTRUSTED
+
+    def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
+        super().__init__(
+            topic,
+            partition,
+            offset,
+            reason,
+            f"refusing the record at topic {topic} partition {partition} offset {offset}: "
+            f"{reason}; the materializer stopped (this record and what follows it were not "
+            f"applied; if this record carries no op, restart the node with --skip-record "
+            f"{topic}:{partition}:{offset})",
+        )
 
 
 class ForgedRecord(UntrustedRecord):
@@ -73,13 +125,17 @@ class ForgedRecord(UntrustedRecord):
     certainly not written by the region's writer, so it is skipped (and counted and logged)
     rather than stopping the reader; nothing real is lost by skipping it."""
 
+    kind = Refusal.FORGED
+
     def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
-        RuntimeError.__init__(
-            self, f"the record at topic {topic} partition {partition} offset {offset}: {reason}"
+        RecordRefused.__init__(
+            self,
+            topic,
+            partition,
+            offset,
+            reason,
+            f"the record at topic {topic} partition {partition} offset {offset}: {reason}",
         )
-        self.topic = topic
-        self.partition = partition
-        self.offset = offset
 
 
 def topic_region(topic: str) -> str:
@@ -131,10 +187,16 @@ class RecordGate:
         regions: Mapping[int, str],
         own_region: int,
         keys: Mapping[int, bytes] | None = None,
+        *,
+        learned: bool = False,
     ) -> None:
         """`keys`: per region id, the key its records must be signed with (regions without
-        one are not checked for signatures)."""
+        one are not checked for signatures). `learned`: `regions` are not a topology's but what
+        a reader without a topology file learned from the logs on the cluster (the first record
+        of each op log names its origin: `streams.kafka.records.origin_names`), and refusals say
+        so."""
         self.regions = dict(regions)
+        self.learned = learned
         self.keys = dict(keys or {})
         self.own_region = own_region
         self._dots: dict[int, _Dots] = {}
@@ -211,11 +273,16 @@ class RecordGate:
         name = self.regions.get(origin)
         if name is None:
             known = ", ".join(f"{n} (id {i})" for i, n in sorted(self.regions.items()))
+            which = (
+                f"the regions whose op logs are on this cluster ({known}; no topology file)"
+                if self.learned
+                else f"the topology ({known})"
+            )
             raise UntrustedRecord(
                 topic,
                 partition,
                 offset,
-                f"its origin, region id {origin}, is not a region of the topology ({known})",
+                f"its origin, region id {origin}, is not a region of {which}",
             )
         home = self._home.get(topic, "")
         if home == "":
@@ -261,7 +328,8 @@ class RecordGate:
                     topic,
                     partition,
                     offset,
-                    f"it carries dot {origin}:{seq} ({self.regions[origin]}), as does the "
+                    f"it carries dot {origin}:{seq} ({self.regions.get(origin, origin)}), as "
+                    "does the "
                     f"different record at topic {first_topic} partition {partition} offset "
                     f"{dots.offsets[slot]}: one of them was not written by the region's writer "
                     "(the first was applied, this one was not; skip the forged one and restart)",

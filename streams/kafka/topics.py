@@ -287,6 +287,17 @@ def _check_lossless(admin: AdminClient, bootstrap: str, names: list[str], timeou
             )
 
 
+def cluster_id_of(bootstrap: str, timeout: float = 30.0) -> str | None:
+    """The Kafka cluster's id, as its metadata reports it (None when the broker names none):
+    what every stored position is tied to (`streams.kafka.clusters`)."""
+    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _kafka_log}
+    try:
+        metadata = AdminClient(config).list_topics(timeout=timeout)
+    except KafkaException as exc:
+        raise TopicError(f"cannot read the cluster id of {bootstrap}: {exc}") from exc
+    return metadata.cluster_id or None
+
+
 def _partition_counts(admin: AdminClient, bootstrap: str, timeout: float) -> dict[str, int | None]:
     """Every topic on the cluster and its number of partitions (None when the broker reported an
     error for the topic and no partitions, as it may for a topic still being created)."""

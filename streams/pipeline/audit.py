@@ -14,9 +14,12 @@ Why a common position: clusters lag one another, so comparing everything each ho
 every key a mirror has not copied yet. The position (`streams.pipeline.cut`) is, per shard and
 origin, the highest seq every cluster holds, lowered until it is causally closed (no op inside
 depends on an op outside); each cluster folds exactly the ops inside it, so digests must agree
-unless a log diverged. Ops whose dot carries different contents in different clusters are
-reported on their own: that is a divergence at the source. A dot is (shard, origin, seq): every
-shard numbers its ops from 1, so (r1, 5) of shard 0 and (r1, 5) of shard 3 are different ops.
+unless a log diverged (a transaction is never cut: `streams.pipeline.cut`). Ops whose dot
+carries different contents in different clusters are reported on their own: that is a
+divergence at the source. Records the record gate skipped (forged: a signing region's, unsigned;
+`--topology` gives the keys) are counted per cluster and left out of everything else. A dot is
+(shard, origin, seq): every shard numbers its ops from 1, so (r1, 5) of shard 0 and (r1, 5) of
+shard 3 are different ops.
 """
 
 from __future__ import annotations
@@ -55,6 +58,9 @@ class AuditReport:
     """(cluster, key, IDs held by more than one origin)."""
     conflicting_dots: list[tuple[int, int, int]] = field(default_factory=list)
     """(shard, origin, seq) whose op differs between clusters (or within one)."""
+    skipped: list[tuple[str, str, int]] = field(default_factory=list)
+    """(cluster, why, count): records the record gate skipped there (forged: a signing
+    region's, unsigned; the node skips them too), left out of everything above."""
 
     @property
     def ok(self) -> bool:
@@ -80,6 +86,8 @@ class AuditReport:
             lines.append(
                 f"  CONFLICTING OP shard {shard} origin {origin} seq {seq}: contents differ"
             )
+        lines.append(f"records skipped by the record gate: {sum(n for *_x, n in self.skipped)}")
+        lines += [f"  {c} {why} {n}" for c, why, n in self.skipped]
         lines.append(f"keys with duplicate IDs: {len(self.duplicate_ids)}")
         for c, key, ids in self.duplicate_ids:
             lines.append(f"  {c} {folding.key_text(key)}: {', '.join(ids)}")
@@ -87,15 +95,24 @@ class AuditReport:
         return "\n".join(lines)
 
 
-def audit(spark: SparkSession, bootstraps: list[str]) -> AuditReport:
+def audit(spark: SparkSession, bootstraps: list[str], topology: str | None = None) -> AuditReport:
+    """`topology`: a topology file, what the record gate checks records against (its signing
+    keys included); without it, the regions each cluster's logs name."""
     shards = {_shards_of(b) for b in bootstraps}
     if len(shards) > 1:
         raise ValueError(f"the clusters' op logs have different shard counts: {sorted(shards)}")
-    frames = [read_oplogs(spark, b).where(F.col("kind") == F.lit("op")).cache() for b in bootstraps]
+    options = {} if topology is None else {"topology": topology}
+    read = [read_oplogs(spark, b, **options).cache() for b in bootstraps]
+    frames = [df.where(F.col("kind") == F.lit("op")) for df in read]
     try:
-        return _audit(bootstraps, frames, shards.pop() if shards else 1)
+        report = _audit(bootstraps, frames, shards.pop() if shards else 1)
+        for name, df in zip(bootstraps, read, strict=True):
+            for r in df.where(F.col("kind") == F.lit("skipped")).groupBy("op").count().collect():
+                report.skipped.append((name, r["op"], r["count"]))
+        report.skipped.sort()
+        return report
     finally:
-        for df in frames:
+        for df in read:
             df.unpersist()
 
 

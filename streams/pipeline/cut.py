@@ -10,7 +10,9 @@ own place in the cut.
 Why a closed cut: clusters (or the mirrored copies inside one cluster) lag one another, and a node
 holds back an op until everything its context names arrived. The position is, per partition and
 origin, the highest seq that every frame holds, lowered until no op inside depends on an op
-outside; folding exactly the ops inside gives what any node that applied that much holds.
+outside and no transaction is cut (a node applies another region's transaction whole, so a cut
+inside one would hold part of it: `txn_last`); folding exactly the ops inside gives what any node
+that applied that much holds.
 """
 
 from __future__ import annotations
@@ -70,6 +72,14 @@ def _depends_outside(pos: Column) -> Column:
     return F.exists(F.map_entries("ctx"), _ctx_test(pos, beyond=True))
 
 
+def _transaction_outside(pos: Column) -> Column:
+    """The op's transaction goes on past the cut (its `txn_last`, set on the ops of every record
+    of a transaction but its last, lies beyond its origin's position): the cut is lowered below
+    the transaction's first op, so it is folded whole or not at all, as a node applies it."""
+    txn = F.coalesce(F.col("txn_last"), F.lit(0))
+    return txn > _at(pos, F.col("partition"), F.col("origin"))
+
+
 def _per_origin(df: DataFrame, agg: Callable[[str], Column]) -> Cut:
     """`agg` (max, min) of the seqs per partition and origin."""
     out: Cut = {}
@@ -80,7 +90,8 @@ def _per_origin(df: DataFrame, agg: Callable[[str], Column]) -> Cut:
 
 def position(ops: list[DataFrame]) -> Cut:
     """Per partition and origin: the highest seq every frame holds, lowered to a causally
-    closed cut. `ops`: replicated ops only, with partition, origin, seq and ctx."""
+    closed cut that cuts no transaction. `ops`: replicated ops only, with partition, origin,
+    seq, ctx and txn_last."""
     per = [_per_origin(df, F.max) for df in ops]
     pos: Cut = {}
     for p in set().union(*per) if per else set():
@@ -89,7 +100,7 @@ def position(ops: list[DataFrame]) -> Cut:
     # One frame (the snapshot's, already cached): read as is; a dot read twice has the same
     # context both times, so it changes no minimum. Several: deduplicated once (by the dot AND
     # its partition: other shards hold the same dots), cached.
-    cols = ("partition", "origin", "seq", "ctx")
+    cols = ("partition", "origin", "seq", "ctx", "txn_last")
     union = (
         ops[0].select(*cols)
         if len(ops) == 1
@@ -101,8 +112,10 @@ def position(ops: list[DataFrame]) -> Cut:
     try:
         while True:
             at = cut_map(pos)
-            bad = union.where(inside(at) & _depends_outside(at))
-            lowered = _per_origin(bad, F.min)  # the first op inside that depends on one outside
+            bad = union.where(inside(at) & (_depends_outside(at) | _transaction_outside(at)))
+            # the first op inside that depends on one outside, or whose transaction goes on
+            # past the cut (its first op: the ops of every record but the last say so)
+            lowered = _per_origin(bad, F.min)
             if not lowered:
                 return pos
             for p, per_origin in lowered.items():

@@ -23,6 +23,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from streams.crdt.ops import Op
 from streams.crdt.state import KeyState
 from streams.ids import MAX_ID, MIN_ID
 from streams.pipeline.fold import fold_key, key_digest
@@ -89,18 +90,53 @@ def id_text(sid: tuple[int, int]) -> str:
 
 
 def relevant(df: DataFrame, local_topic: str | None = None) -> DataFrame:
-    """The records a fold needs: replicated ops, plus the named region's local records."""
+    """The records a fold needs: replicated ops, plus the named region's local records (rows
+    of kind `skipped`, records the record gate skipped, never)."""
     keep = F.col("kind") == F.lit("op")
     if local_topic is not None:
-        keep = keep | (F.col("topic") == F.lit(local_topic))
+        keep = keep | ((F.col("topic") == F.lit(local_topic)) & (F.col("kind") == F.lit("local")))
     return df.where(keep).select("partition", "key", "value")
+
+
+def whole_transactions(df: DataFrame, reference: DataFrame | None = None) -> DataFrame:
+    """`df` without the ops of transactions whose end was not read: an op whose `txn_last`
+    (its transaction goes on to that seq in later records) lies past every seq read of its
+    origin in its partition. Why: a per-key fold applies each key's part of a transaction on
+    its own, so a transaction read in part (cut by the end of the range read, or by a mirror
+    that has copied only its first records) would be applied half, some keys with their ops
+    and others without; the node's fold applies it whole or not at all. `reference`: the rows
+    to tell what was read from (default `df`; `follow` folds some keys out of all it stored)."""
+    ops = (reference if reference is not None else df).where(F.col("kind") == F.lit("op"))
+    ends = ops.groupBy("partition", "origin").agg(F.max("seq").alias("_read_to"))
+    txn = F.coalesce(F.col("txn_last"), F.lit(0))
+    return (
+        df.join(F.broadcast(ends), ["partition", "origin"], "left")
+        .where((txn == 0) | (txn <= F.coalesce(F.col("_read_to"), F.lit(0))))
+        .drop("_read_to")
+    )
+
+
+class ConflictingDot(RuntimeError):
+    """Two records under one dot with other bytes in one key's fold: one of them was not
+    written by the region's writer (the node stops on it too, naming both)."""
 
 
 def _fold_table(table: pa.Table) -> tuple[int, bytes, KeyState | None, int]:
     """One group's fold: (shard, key, the key's state, how many records)."""
     shard = table.column("partition")[0].as_py()
     key = table.column("key")[0].as_py()
-    records = [decode_value(v) for v in table.column("value").to_pylist()]
+    values = table.column("value").to_pylist()
+    records = [decode_value(v) for v in values]
+    seen: dict[tuple[int, int], bytes] = {}
+    for value, record in zip(values, records, strict=True):
+        if isinstance(record, Op):  # copies of a dot are normal; other bytes are not
+            first = seen.setdefault((record.origin, record.seq), value)
+            if first != value:
+                raise ConflictingDot(
+                    f"partition {shard} key {key_text(key)!r}: two records carry dot "
+                    f"{record.origin}:{record.seq} with other bytes (one was not written by "
+                    "the region's writer; a node stops on it too)"
+                )
     region = fold_key(records)
     return shard, key, region.state.raw(key), len(records)
 
@@ -174,9 +210,13 @@ def _by_key(df: DataFrame, fn: Callable[[pa.Table], pa.Table], ddl: str) -> Data
     return df.groupBy("partition", "key").applyInArrow(fn, ddl)
 
 
-def entries(df: DataFrame, local_topic: str | None = None) -> DataFrame:
-    """The converged entries of every key (one row per entry, `pos` = rank in ID order)."""
-    return _by_key(relevant(df, local_topic), _entries, ENTRIES_DDL)
+def entries(
+    df: DataFrame, local_topic: str | None = None, reference: DataFrame | None = None
+) -> DataFrame:
+    """The converged entries of every key (one row per entry, `pos` = rank in ID order); a
+    transaction whose end was not read is left out whole (`whole_transactions`)."""
+    whole = whole_transactions(df, reference)
+    return _by_key(relevant(whole, local_topic), _entries, ENTRIES_DDL)
 
 
 def audit_keys(df: DataFrame) -> DataFrame:

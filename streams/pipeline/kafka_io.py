@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -83,10 +84,19 @@ def planning(bootstrap: str, purpose: str) -> Iterator[tuple[SourceOptions, Cons
 def partitions_of(opts: SourceOptions, consumer: Consumer) -> list[tuple[str, int]]:
     """The subscribed (topic, partition) pairs; errors for an unreachable cluster or a named
     topic that is missing or is not an op log."""
+    return describe(opts, consumer)[0]
+
+
+def describe(opts: SourceOptions, consumer: Consumer) -> tuple[list[tuple[str, int]], str | None]:
+    """`partitions_of`, and the cluster's id (the offsets planned are its own)."""
     try:
         metadata = consumer.list_topics(timeout=15)
     except KafkaException as exc:
         raise SourceError(f"cannot reach Kafka at {opts.bootstrap}: {exc}") from exc
+    return _subscribed(opts, metadata), metadata.cluster_id or None
+
+
+def _subscribed(opts: SourceOptions, metadata: Any) -> list[tuple[str, int]]:
     names = sorted(t for t in metadata.topics if not t.startswith("__"))
     if opts.subscribe is not None:
         missing = [t for t in opts.subscribe if t not in metadata.topics]
@@ -109,6 +119,32 @@ def partitions_of(opts: SourceOptions, consumer: Consumer) -> list[tuple[str, in
         for p in sorted(metadata.topics[topic].partitions):
             out.append((topic, p))
     return out
+
+
+def first_values(
+    opts: SourceOptions, consumer: Consumer, tps: list[tuple[str, int]], timeout: float = 60.0
+) -> dict[tuple[str, int], bytes | None]:
+    """The first record's value of each partition, empty ones left out: how a job without a
+    topology file learns which region writes each op log (the record gate's regions,
+    `streams.kafka.records.Trust.from_logs`)."""
+    starts = {tp: _watermarks(consumer, tp)[0] for tp in tps}
+    found: dict[tuple[str, int], bytes | None] = {}
+    reading = kafka.ReadToEnd(
+        consumer,
+        {tp: o for tp, o in starts.items()},
+        doing=f"reading the first record of each op log on {opts.bootstrap}",
+        timeout=timeout,
+        wait_s=1.0,
+        timeout_error=SourceError,
+    )
+    try:
+        for msg in reading:
+            tp = (msg.topic() or "", msg.partition() or 0)
+            found.setdefault(tp, msg.value())
+            reading.finish(tp)
+    finally:
+        consumer.unassign()
+    return dict(sorted(found.items()))
 
 
 def _is_op_log_name(topic: str) -> bool:

@@ -7,6 +7,8 @@ time, not as an empty DataFrame. Everything here is pure (unit-tested without Sp
 
 Offsets are Kafka-shaped JSON, as in Spark's Kafka source: `{"r1.oplog": {"0": 42}}`, where -2
 means earliest and -1 latest. `startingOffsets`/`endingOffsets` also take `earliest`/`latest`.
+A streaming query's checkpointed offsets also name the Kafka cluster they were read from
+(`"cluster": ID`): offsets of one cluster mean other records on another.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 EARLIEST = -2
 LATEST = -1
@@ -32,6 +35,8 @@ KNOWN = {
     "includeheaders": "true: add the Kafka headers column",
     "fetchwaitms": "librdkafka fetch.wait.max.ms (default 500; Tansu needs >= 500)",
     "readtimeoutseconds": "fail a read that makes no progress for this long (default 120)",
+    "topology": "a topology file: its regions and signing keys are what the record gate checks "
+    "(read by every executor; without it, the regions the op logs' first records name)",
 }
 
 Offsets = dict[str, dict[int, int]]
@@ -56,6 +61,11 @@ class SourceOptions:
     include_headers: bool
     fetch_wait_ms: int
     read_timeout_s: float
+    topology: str | None = None
+    """A topology file (path): the record gate's regions and signing keys."""
+    offsets_cluster: str | None = None
+    """The cluster that `startingOffsets` / `endingOffsets` JSON says its offsets were read
+    from (`"cluster": ID`); offsets of another cluster are refused."""
 
     def wants(self, topic: str) -> bool:
         """Whether `topic` is subscribed (by name, by pattern, or as an op log by default)."""
@@ -101,6 +111,8 @@ def parse_offsets(name: str, text: str, allow_earliest: bool = True) -> str | Of
         raise OptionError(f"option {name}: the JSON must map topics to {{partition: offset}}")
     out: Offsets = {}
     for topic, parts in doc.items():
+        if topic == CLUSTER_KEY:
+            continue  # the cluster they were read from: `offsets_cluster`
         if not isinstance(parts, dict):
             raise OptionError(f"option {name}: topic {topic!r} must map partitions to offsets")
         out[topic] = {}
@@ -176,15 +188,53 @@ def parse(options: Mapping[str, str]) -> SourceOptions:
         include_headers=_bool("includeHeaders", opts.get("includeheaders", "false")),
         fetch_wait_ms=_positive("fetchWaitMs", opts.get("fetchwaitms", "500")),
         read_timeout_s=read_timeout,
+        topology=opts.get("topology") or None,
+        offsets_cluster=_json_cluster(opts.get("startingoffsets"), opts.get("endingoffsets")),
     )
 
 
-def offsets_json(offsets: Offsets) -> dict[str, dict[str, int]]:
-    """Offsets as the JSON-able dict Spark checkpoints (string partition keys, sorted)."""
-    return {
+def _json_cluster(*texts: str | None) -> str | None:
+    """The `"cluster"` named by offsets JSON (the same in both when both name one)."""
+    found: set[str] = set()
+    for text in texts:
+        try:
+            doc = json.loads(text) if text else None
+        except json.JSONDecodeError:
+            continue  # `earliest` / `latest`
+        if isinstance(doc, dict) and doc.get(CLUSTER_KEY):
+            found.add(str(doc[CLUSTER_KEY]))
+    if len(found) > 1:
+        raise OptionError(
+            f"startingOffsets and endingOffsets name different clusters: {sorted(found)}"
+        )
+    return found.pop() if found else None
+
+
+CLUSTER_KEY = "cluster"
+"""The key of a checkpointed offset naming the Kafka cluster its offsets were read from (no op
+log is named so: every log's name ends in `.oplog` or `.local`)."""
+
+
+def offsets_json(offsets: Offsets, cluster: str | None = None) -> dict[str, Any]:
+    """Offsets as the JSON-able dict Spark checkpoints (string partition keys, sorted), with the
+    cluster they were read from (`streams.kafka.clusters`)."""
+    doc: dict[str, Any] = {
         t: {str(p): o for p, o in sorted(parts.items())} for t, parts in sorted(offsets.items())
+    }
+    if cluster:
+        doc[CLUSTER_KEY] = cluster
+    return doc
+
+
+def offsets_from_json(doc: Mapping[str, Any]) -> Offsets:
+    return {
+        t: {int(p): int(o) for p, o in parts.items()}
+        for t, parts in doc.items()
+        if t != CLUSTER_KEY
     }
 
 
-def offsets_from_json(doc: Mapping[str, Mapping[str, int]]) -> Offsets:
-    return {t: {int(p): int(o) for p, o in parts.items()} for t, parts in doc.items()}
+def offsets_cluster(doc: Mapping[str, Any]) -> str | None:
+    """The cluster a checkpointed offset was read from (None: written before offsets said)."""
+    cluster = doc.get(CLUSTER_KEY)
+    return str(cluster) if cluster else None

@@ -8,10 +8,13 @@ Columns (the Kafka source's plus the decoded op):
   kind ('op' replicated, 'local' region-local), origin (writing region id), seq (its op number),
   ctx (causal context: region id -> seq), ts (the origin's wall-clock time of the op),
   key (the stream key, bytes), op (body type: XAdd, Del, ...), args (the body without the key,
-  as JSON), value (the raw Avro record of the op, what the folds decode), and headers
-  (includeHeaders). A Kafka record that is a pack of several ops (`streams.ops.pack`) gives a
-  row per op, each with the record's topic, partition, offset, timestamp and headers and the
-  op's own record bytes as `value`.
+  as JSON), value (the raw Avro record of the op, what the folds decode), txn_last (the seq of
+  the last op of the record's transaction when it goes on in later records, else 0: the folds
+  apply a transaction whole or not at all), and headers (includeHeaders). A Kafka record that
+  is a pack of several ops (`streams.ops.pack`) gives a row per op, each with the record's
+  topic, partition, offset, timestamp and headers and the op's own record bytes as `value`.
+  A record the record gate skips (a signing region's, unsigned) gives one row of kind
+  `skipped`: `op` says why (`forged`), `args` the reason, `value` the record; no origin.
 """
 
 from __future__ import annotations
@@ -24,14 +27,15 @@ import pyarrow as pa
 from confluent_kafka import Message
 
 from streams.crdt.ops import LocalOp, Op
+from streams.kafka.gate import RecordRefused, Refusal
 from streams.kafka.headers import headers_of
-from streams.ops.codec import DEFAULT_CODEC, Datum, DecodeError
-from streams.ops.pack import PackError, is_pack, unpack
+from streams.kafka.records import Admission, Skip
+from streams.ops.codec import DEFAULT_CODEC, Datum
 
 SCHEMA_DDL = (
     "topic string, partition int, offset long, timestamp timestamp, timestampType int, "
     "kind string, origin int, seq long, ctx map<int,long>, ts timestamp, key binary, "
-    "op string, args string, value binary"
+    "op string, args string, value binary, txn_last long"
 )
 HEADERS_DDL = ", headers array<struct<key:string,value:binary>>"
 
@@ -51,6 +55,7 @@ _FIELDS = [
     pa.field("op", pa.string()),
     pa.field("args", pa.string()),
     pa.field("value", pa.binary()),
+    pa.field("txn_last", pa.int64()),
 ]
 _HEADERS = pa.field(
     "headers",
@@ -97,43 +102,58 @@ def _headers(msg: Message) -> list[tuple[str, bytes | None]]:
 
 
 def to_batches(
-    messages: Iterable[Message], include_headers: bool, columns: Iterable[str] | None = None
+    messages: Iterable[Message],
+    include_headers: bool,
+    columns: Iterable[str] | None = None,
+    admission: Admission | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Decode records into Arrow batches of up to BATCH_ROWS rows, with only `columns` (names of
     `arrow_schema(include_headers)`, in the order given; default all). A column nobody asked for
-    costs nothing: `args` (the body as JSON) is a third of the decoding time."""
+    costs nothing: `args` (the body as JSON) is a third of the decoding time.
+
+    Every record passes `admission` (`streams.kafka.records`, the node's record gate): a record
+    it skips (forged) becomes one row of kind `skipped` (its `op` says why, `args` the reason);
+    one that does not decode or that the gate refuses is an error (`CorruptRecordError`), as it
+    stops a node. `txn_last` is the record's `continues`: the seq of the last op of its
+    transaction when the transaction goes on in later records, else 0."""
+    admission = admission or Admission(None)
     full = arrow_schema(include_headers)
     schema = full if columns is None else pa.schema([full.field(c) for c in columns])
     names = set(schema.names)
     cols: dict[str, list[Any]] = {f.name: [] for f in schema}
     n = 0
     for msg in messages:
-        value = msg.value()
         topic = msg.topic() or ""
+        partition = msg.partition() or 0
         offset = msg.offset() or 0
-        record: dict[str, Any] = {"topic": topic, "partition": msg.partition(), "offset": offset}
+        record: dict[str, Any] = {"topic": topic, "partition": partition, "offset": offset}
         if "timestamp" in names or "timestampType" in names:
             ts_type, ts = msg.timestamp()
             record["timestamp"] = ts * 1000 if ts_type else None
             record["timestampType"] = ts_type - 1 if ts_type else -1
         if "headers" in names:
             record["headers"] = _headers(msg)
-        for item, datum in _datums(topic, msg.partition(), offset, value):
+        value = msg.value()
+        heads = msg.headers() if admission.wants_headers else None
+        try:
+            admitted = admission.admit(topic, partition, offset, value, heads)
+        except RecordRefused as exc:
+            raise CorruptRecordError(
+                f"{topic}[{partition}] offset {offset} is not an op-log record: {exc.reason}"
+                if exc.kind is Refusal.CORRUPT
+                else f"{topic}[{partition}] offset {offset} is refused by the record gate "
+                f"(as a node refuses it): {exc.reason}"
+            ) from exc
+        rows = [_skipped_row(record, skip, value) for skip in admitted.skipped]
+        for item, op in admitted.items:
             row = dict(record)
             row["value"] = item
-            body_name, body = datum["body"]
-            row["kind"] = datum["kind"]
-            row["origin"] = datum["origin"]
-            row["seq"] = datum["seq"]
-            if "ctx" in names:
-                row["ctx"] = [(c["region"], c["seq"]) for c in datum["ctx"]]
-            row["ts"] = datum["ts_ms"] * 1000
-            row["key"] = body["key"]
-            row["op"] = body_name.rsplit(".", 1)[-1]
-            if "args" in names:
-                row["args"] = args_json(body)
+            row["txn_last"] = admitted.continues
+            _op_columns(row, op, item, names)
+            rows.append(row)
+        for row in rows:
             for name, col in cols.items():
-                col.append(row[name])
+                col.append(row.get(name))
             n += 1
             if n == BATCH_ROWS:
                 yield pa.RecordBatch.from_pydict(cols, schema=schema)
@@ -143,18 +163,30 @@ def to_batches(
         yield pa.RecordBatch.from_pydict(cols, schema=schema)
 
 
-def _datums(
-    topic: str, partition: int | None, offset: int, value: bytes | None
-) -> list[tuple[bytes, Datum]]:
-    """Each op of a Kafka record (a pack's items, or the record itself) with its raw datum:
-    always decoded, since a record that is not an op-log record is an error whatever is read."""
-    try:
-        items: list[bytes | None] = [*unpack(value)] if is_pack(value) else [value]
-        return [(item or b"", DEFAULT_CODEC.decode_datum(item)) for item in items]
-    except (DecodeError, PackError) as exc:
-        raise CorruptRecordError(
-            f"{topic}[{partition}] offset {offset} is not an op-log record: {exc}"
-        ) from exc
+def _op_columns(row: dict[str, Any], op: Op | LocalOp, item: bytes, names: set[str]) -> None:
+    """The decoded op's columns (from the op the gate checked; the Avro datum only for `args`)."""
+    if isinstance(op, Op):
+        row["kind"], row["origin"] = "op", op.origin
+    else:
+        row["kind"], row["origin"] = "local", op.region
+    row["seq"] = op.seq
+    if "ctx" in names:
+        row["ctx"] = list(op.ctx)
+    row["ts"] = op.ts_ms * 1000
+    row["key"] = op.body.key
+    row["op"] = type(op.body).__name__  # the Avro record's name (oplog.avsc)
+    if "args" in names:
+        row["args"] = args_json(DEFAULT_CODEC.decode_datum(item)["body"][1])
+
+
+def _skipped_row(record: dict[str, Any], skip: Skip, value: bytes | None) -> dict[str, Any]:
+    """A record the gate skipped, as a row of kind `skipped`: folds pass it over, the audit
+    counts it, and anyone can see it (`df.where("kind = 'skipped'")`)."""
+    row = dict(record)
+    row.update(kind="skipped", op=skip.kind.value, value=value or b"", txn_last=0)
+    row["args"] = json.dumps({"reason": skip.reason}, separators=(",", ":"))
+    row["ctx"] = []
+    return row
 
 
 def decode_value(value: bytes) -> Op | LocalOp:

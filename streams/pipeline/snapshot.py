@@ -36,15 +36,18 @@ from pyspark.sql import functions as F
 
 from streams.crdt.region import Region
 from streams.ids import IdMode
+from streams.kafka.clusters import SNAPSHOT_META
 from streams.kafka.topics import local_topic, oplog_topic
 from streams.pipeline import cut, folding, kafka_io
+from streams.pipeline.folding import ConflictingDot
+from streams.pipeline.options import CLUSTER_KEY
 from streams.pipeline.shards import ShardStream, region_digest, shard_count, shard_path
 from streams.pipeline.snapshot_file import KeyPart, write_parts
 from streams.snapshot import Positions
 
 COLUMNS = (
     "topic string, partition int, offset long, kind string, origin int, seq long, "
-    "ctx map<int,long>, key binary, value binary"
+    "ctx map<int,long>, key binary, value binary, txn_last long"
 )
 """The source's columns the job reads (the source decodes only these)."""
 READ_PARTITIONS_PER_CORE = 4
@@ -73,38 +76,45 @@ def snapshot(
     id_mode: str = "strict",
     region_id: int | None = None,
     phases: dict[str, float] | None = None,
+    topology: str | None = None,
 ) -> SnapshotResult:
     """Write the snapshot of `region_name`: to `out` with one shard, else one file per shard
     (`shards.shard_path`). `phases`, when given, receives the wall seconds of each step (plan,
-    read, cut, fold, write)."""
+    read, cut, fold, write). `topology`: a topology file, what the record gate checks records
+    against (else the regions the logs name)."""
     clock = _Phases(phases)
     local = local_topic(region_name)
-    ends, shards = _plan(bootstrap, local)
+    ends, shards, cluster_id = _plan(bootstrap, local)
     ending: dict[str, dict[str, int]] = {}
     for (t, p), o in ends.items():
         ending.setdefault(t, {})[str(p)] = o
     cores = spark.sparkContext.defaultParallelism
     clock.done("plan")
-    df = (
+    reader = (
         spark.read.format("streams_oplog")
         .schema(COLUMNS)
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", ",".join(sorted(ending)))
         .option("minPartitions", str(READ_PARTITIONS_PER_CORE * cores))
-        .option("endingOffsets", json.dumps(ending))
-        .load()
-    ).cache()
+        .option("endingOffsets", json.dumps({**ending, **_cluster_item(cluster_id)}))
+    )
+    if topology is not None:
+        reader = reader.option("topology", topology)
+    df = reader.load().cache()
     parts = None
     try:
-        pos = cut.position([df.where(F.col("kind") == F.lit("op"))])  # reads, caches the logs
+        is_op = F.col("kind") == F.lit("op")
+        pos = cut.position([df.where(is_op)])  # reads, caches the logs
+        _refuse_conflicting_dots(df.where(is_op))
         clock.done("read")
         at = cut.cut_map(pos)
-        is_local = F.col("topic") == F.lit(local)
-        keep = ((F.col("kind") == F.lit("op")) & cut.inside(at)) | (is_local & cut.covered(at))
-        # the first record left out of each partition is where a booting node resumes
+        is_local = (F.col("topic") == F.lit(local)) & (F.col("kind") == F.lit("local"))
+        keep = (is_op & cut.inside(at)) | (is_local & cut.covered(at))
+        # the first record left out of each partition is where a booting node resumes (a
+        # record the gate skipped is not left out: it is no op, a node skips it again)
         left_out = {
             (r["topic"], r["partition"]): r["m"]
-            for r in df.where(~keep)
+            for r in df.where(~keep & (F.col("kind") != F.lit("skipped")))
             .groupBy("topic", "partition")
             .agg(F.min("offset").alias("m"))
             .collect()
@@ -130,7 +140,7 @@ def snapshot(
         parts.count()
         df.unpersist()
         clock.done("fold")
-        result = _write(regions, positions, _key_parts(parts), out, region_name)
+        result = _write(regions, positions, _key_parts(parts), out, region_name, cluster_id)
         clock.done("write")
         return result
     finally:
@@ -139,18 +149,43 @@ def snapshot(
             parts.unpersist()
 
 
-def _plan(bootstrap: str, local: str) -> tuple[Positions, int]:
-    """The end of every partition of every op log and of the region's `.local` log, and the
-    database's shard count (their partition count)."""
+def _plan(bootstrap: str, local: str) -> tuple[Positions, int, str | None]:
+    """The end of every partition of every op log and of the region's `.local` log, the
+    database's shard count (their partition count) and the cluster's id (the snapshot's
+    positions are its offsets: the files say so)."""
     with kafka_io.planning(bootstrap, "snapshot") as (opts, consumer):
-        tps = kafka_io.partitions_of(opts, consumer)
+        tps, cluster_id = kafka_io.describe(opts, consumer)
         topics = consumer.list_topics(timeout=15).topics
         if local in topics:
             tps += [(local, p) for p in sorted(topics[local].partitions)]
         ends = kafka_io.resolve(opts, consumer, tps, "latest", "ending")
     if not ends:
         raise kafka_io.SourceError(f"no op-log topic on {bootstrap}")
-    return ends, shard_count(tps)
+    return ends, shard_count(tps), cluster_id
+
+
+def _cluster_item(cluster_id: str | None) -> dict[str, str]:
+    """Offsets JSON names the cluster they were planned on: read from another, refused."""
+    return {CLUSTER_KEY: cluster_id} if cluster_id else {}
+
+
+def _refuse_conflicting_dots(ops: DataFrame) -> None:
+    """Two records under one dot (per shard) with other bytes: one was not written by the
+    region's writer, and a node stops on it; so does the snapshot a node boots from, whatever
+    input partitions the two records fell in (each range's own gate sees only its range)."""
+    conflicts = (
+        ops.groupBy("partition", "origin", "seq")
+        .agg(F.countDistinct(F.sha2("value", 256)).alias("n"))
+        .where(F.col("n") > 1)
+        .limit(5)
+        .collect()
+    )
+    if conflicts:
+        dots = ", ".join(f"{r['origin']}:{r['seq']} (shard {r['partition']})" for r in conflicts)
+        raise ConflictingDot(
+            f"records under dot(s) {dots} differ: one of each was not written by the region's "
+            "writer (a node stops on them too; `streams log` lists both)"
+        )
 
 
 def _region_id(chosen: DataFrame, region_name: str, is_local: Column) -> int:
@@ -185,6 +220,7 @@ def _write(
     parts: Iterator[KeyPart],
     out: str,
     region_name: str,
+    cluster_id: str | None = None,
 ) -> SnapshotResult:
     """Shard by shard, the file of each from the parts (ordered by shard, then key)."""
     shards = len(regions)
@@ -194,6 +230,8 @@ def _write(
     for s, region in enumerate(regions):
         path = shard_path(out, s, shards)
         meta = {"writer": WRITER, **({"shard": str(s)} if shards > 1 else {})}
+        if cluster_id:  # the positions are this cluster's offsets
+            meta[SNAPSHOT_META] = cluster_id
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as fp:
             digests.append(

@@ -18,6 +18,7 @@ Streaming offsets are Kafka-shaped JSON `{"r1.oplog": {"0": 42}}` (next offset t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -33,10 +34,16 @@ from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
+from streams.config import TopologyError
+from streams.config import load as load_topology
+from streams.kafka import clusters
+from streams.kafka.records import Admission, Trust, origin_names
+from streams.kafka.topics import is_oplog_topic
 from streams.pipeline import kafka_io
 from streams.pipeline.kafka_io import Range, SourceError
 from streams.pipeline.options import (
     SourceOptions,
+    offsets_cluster,
     offsets_from_json,
     offsets_json,
     parse,
@@ -44,21 +51,77 @@ from streams.pipeline.options import (
 from streams.pipeline.rows import HEADERS_DDL, SCHEMA_DDL, arrow_schema, to_batches
 
 SOURCE_NAME = "streams_oplog"
+_log = logging.getLogger(__name__)
 
 
 class RangePartition(InputPartition):
-    """One Spark input partition: an offset range (picklable, sent to an executor)."""
+    """One Spark input partition: an offset range (picklable, sent to an executor), and the
+    regions the driver learned from the logs (None: the executor reads the topology file)."""
 
-    def __init__(self, rng: Range) -> None:
+    def __init__(self, rng: Range, regions: dict[int, str] | None = None) -> None:
         super().__init__(rng)
         self.range = rng
+        self.regions = regions
+
+
+def trust(opts: SourceOptions, regions: dict[int, str] | None) -> Trust:
+    """What an executor's record gate checks: the topology file's regions and signing keys
+    (the `topology` option; the file is read where the executor runs), else the regions the
+    driver learned from the first record of each op log."""
+    if opts.topology is not None:
+        try:
+            return Trust.of(load_topology(opts.topology).regions)
+        except TopologyError as exc:
+            raise SourceError(f"option topology: {exc}") from None
+    return Trust(dict(regions or {}), learned=True)
 
 
 def _read(
     opts: SourceOptions, partition: InputPartition, columns: list[str] | None
 ) -> Iterator[pa.RecordBatch]:
+    """One range on an executor: every record through the node's admission step, with a gate of
+    its own (a range is one partition: one shard's dots)."""
     assert isinstance(partition, RangePartition)
-    yield from to_batches(kafka_io.read_range(opts, partition.range), opts.include_headers, columns)
+    admission = Admission(trust(opts, partition.regions).gate())
+    messages = kafka_io.read_range(opts, partition.range)
+    yield from to_batches(messages, opts.include_headers, columns, admission)
+
+
+class Learned:
+    """The regions the op logs on the cluster name (driver side, kept across micro-batches):
+    the first record of each new op-log partition is read once. Nothing to learn with a
+    topology file."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self.regions: dict[int, str] = {}
+        self._seen: set[tuple[str, int]] = set()
+
+    def regions_for(self, consumer: Consumer, tps: list[tuple[str, int]]) -> dict[int, str] | None:
+        if self.opts.topology is not None:
+            return None
+        new = [tp for tp in tps if tp not in self._seen and is_oplog_topic(tp[0])]
+        if new:
+            first = kafka_io.first_values(self.opts, consumer, new)
+            named = origin_names((topic, value) for (topic, _p), value in first.items())
+            for origin, name in named.items():
+                self.regions.setdefault(origin, name)
+            self._seen.update(first)  # an empty partition is looked at again next time
+        return dict(self.regions)
+
+
+def check_cluster(what: str, taken_on: str | None, here: str | None) -> None:
+    """Offsets read from another cluster are refused (`streams.kafka.clusters`)."""
+    try:
+        clusters.check(
+            what,
+            taken_on,
+            here,
+            "a checkpoint belongs to the cluster it followed: point the query at that cluster, "
+            "or start it afresh with a new checkpoint directory",
+        )
+    except clusters.ClusterMismatch as exc:
+        raise SourceError(str(exc)) from None
 
 
 def projection(opts: SourceOptions, schema: StructType) -> list[str] | None:
@@ -102,13 +165,17 @@ class OpLogBatchReader(DataSourceReader):
     def __init__(self, opts: SourceOptions, columns: list[str] | None = None) -> None:
         self.opts = opts
         self.columns = columns
+        self.learned = Learned(opts)
+        self.regions: dict[int, str] | None = None
 
     def plan(self) -> list[Range]:
         consumer = _planning_consumer(self.opts)
         try:
-            tps = kafka_io.partitions_of(self.opts, consumer)
+            tps, cluster = kafka_io.describe(self.opts, consumer)
+            check_cluster("startingOffsets / endingOffsets", self.opts.offsets_cluster, cluster)
             start = _starting(self.opts, consumer, tps)
             end = kafka_io.resolve(self.opts, consumer, tps, self.opts.ending, "ending")
+            self.regions = self.learned.regions_for(consumer, tps)
         finally:
             consumer.close()
         bad = [
@@ -122,25 +189,37 @@ class OpLogBatchReader(DataSourceReader):
         return kafka_io.split(ranges, self.opts.min_partitions)
 
     def partitions(self) -> Sequence[InputPartition]:
-        return [RangePartition(r) for r in self.plan()]
+        ranges = self.plan()
+        return [RangePartition(r, self.regions) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.opts, partition, self.columns)
 
 
 class OpLogStreamReader(DataSourceStreamReader):
-    """Micro-batches over the growing op logs. Offsets name the next offset per partition;
+    """Micro-batches over the growing op logs. Offsets name the next offset per partition and
+    the cluster they were read from (a checkpoint pointed at another cluster is refused);
     topics that appear later (subscribePattern, or a new region's op log) start at their
     earliest offset."""
 
     def __init__(self, opts: SourceOptions, columns: list[str] | None = None) -> None:
         self.opts = opts
         self.columns = columns
+        self.learned = Learned(opts)
+        self.regions: dict[int, str] | None = None
+        self.cluster: str | None = None
+        self._warned = False
+
+    def _describe(self, consumer: Consumer) -> list[tuple[str, int]]:
+        """The subscribed partitions; notes the cluster's id and the regions its logs name."""
+        tps, self.cluster = kafka_io.describe(self.opts, consumer)
+        self.regions = self.learned.regions_for(consumer, tps)
+        return tps
 
     def _latest(self, known: dict[str, dict[int, int]]) -> dict[str, dict[int, int]]:
         consumer = _planning_consumer(self.opts)
         try:
-            tps = kafka_io.partitions_of(self.opts, consumer)
+            tps = self._describe(consumer)
             out: dict[str, dict[int, int]] = {}
             for tp in tps:
                 end = kafka_io.log_end(consumer, tp)
@@ -157,14 +236,15 @@ class OpLogStreamReader(DataSourceStreamReader):
     def initialOffset(self) -> dict[str, Any]:
         consumer = _planning_consumer(self.opts)
         try:
-            tps = kafka_io.partitions_of(self.opts, consumer)
+            tps, cluster = kafka_io.describe(self.opts, consumer)
+            check_cluster("startingOffsets", self.opts.offsets_cluster, cluster)
             start = _starting(self.opts, consumer, tps)
         finally:
             consumer.close()
         offsets: dict[str, dict[int, int]] = {}
         for (t, p), o in start.items():
             offsets.setdefault(t, {})[p] = o
-        return offsets_json(offsets)
+        return offsets_json(offsets, cluster)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_offsets_per_trigger is not None:
@@ -174,8 +254,18 @@ class OpLogStreamReader(DataSourceStreamReader):
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = offsets_from_json(start)
         latest = self._latest(begin)
+        self._check(start)
         maximum = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        return offsets_json(cap(begin, latest, maximum))
+        return offsets_json(cap(begin, latest, maximum), self.cluster)
+
+    def _check(self, offset: dict[str, Any]) -> None:
+        """A checkpointed offset of another cluster is refused; one of a checkpoint written
+        before offsets named their cluster is taken as this cluster's (warned once)."""
+        taken_on = offsets_cluster(offset)
+        if taken_on is None and self.cluster and not self._warned:
+            self._warned = True
+            _log.warning("%s", clusters.unknown_warning("the checkpointed offset", self.cluster))
+        check_cluster("the checkpointed offset", taken_on, self.cluster)
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         return None
@@ -183,12 +273,21 @@ class OpLogStreamReader(DataSourceStreamReader):
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         begin = offsets_from_json(start)
         stop = offsets_from_json(end)
+        if self.cluster is None:  # a batch replayed from the checkpoint after a restart
+            consumer = _planning_consumer(self.opts)
+            try:
+                self._describe(consumer)
+            finally:
+                consumer.close()
+        self._check(start)
+        self._check(end)
         ranges = [
             Range(t, p, begin.get(t, {}).get(p, 0), o)
             for t, parts in sorted(stop.items())
             for p, o in sorted(parts.items())
         ]
-        return [RangePartition(r) for r in kafka_io.split(ranges, self.opts.min_partitions)]
+        ranges = kafka_io.split(ranges, self.opts.min_partitions)
+        return [RangePartition(r, self.regions) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return _read(self.opts, partition, self.columns)

@@ -45,6 +45,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
             "the driver binds to 127.0.0.1 unless this, SPARK_LOCAL_IP or PYSPARK_SUBMIT_ARGS "
             "says otherwise (docs/pipeline.md)",
         )
+        p.add_argument(
+            "--topology",
+            default=None,
+            help="a topology file: every record read is checked against its regions and "
+            "signing keys as a node checks it (read by every executor: give a path they "
+            "reach); without it the regions the op logs name are checked (each log holds its "
+            "region's ops, a dot's records agree), signatures are not",
+        )
         progress.add_arguments(p)
 
     audit = jobs.add_parser(
@@ -172,6 +180,7 @@ def run(args: argparse.Namespace) -> int:
         return exits.FAILED
     from pyspark.errors import PySparkException
 
+    from streams.pipeline.folding import ConflictingDot
     from streams.pipeline.kafka_io import SourceError
     from streams.pipeline.options import OptionError
     from streams.pipeline.session import parse_conf
@@ -190,7 +199,7 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         return _run(spark, args)
-    except (SourceError, OptionError, ValueError, PySparkException) as exc:
+    except (SourceError, OptionError, ValueError, ConflictingDot, PySparkException) as exc:
         print(f"streams spark {args.job}: {_message(exc)}", file=sys.stderr)
         return exits.FAILED
     finally:
@@ -201,7 +210,13 @@ def _message(exc: BaseException) -> str:
     """Our own error's line out of a Python data source traceback Spark wrapped, else line 1."""
     lines = str(exc).splitlines()
     for line in reversed(lines):
-        for marker in ("SourceError: ", "DataLossError: ", "OptionError: ", "CorruptRecordError: "):
+        for marker in (
+            "SourceError: ",
+            "DataLossError: ",
+            "OptionError: ",
+            "CorruptRecordError: ",
+            "ConflictingDot: ",
+        ):
             if marker in line:
                 return line.split(marker, 1)[1].strip()
     return lines[0] if lines else type(exc).__name__
@@ -215,13 +230,13 @@ def _run(spark: object, args: argparse.Namespace) -> int:
     if args.job == "audit":
         from streams.pipeline.audit import audit
 
-        report = audit(spark, list(args.bootstrap))
+        report = audit(spark, list(args.bootstrap), args.topology)
         print(report.render())
         return 0 if report.ok else 1
     if args.job == "export":
         from streams.pipeline.export import export
 
-        n = export(spark, args.bootstrap, args.out, args.format, args.min_partitions)
+        n = export(spark, args.bootstrap, args.out, args.format, args.min_partitions, args.topology)
         print(f"exported {n} entries to {args.out} in {time.monotonic() - started:.1f}s")
         return 0
     if args.job == "follow":
@@ -235,6 +250,7 @@ def _run(spark: object, args: argparse.Namespace) -> int:
             args.trigger_seconds,
             args.max_offsets_per_trigger,
             args.available_now,
+            args.topology,
         )
         try:
             query.awaitTermination()
@@ -243,7 +259,15 @@ def _run(spark: object, args: argparse.Namespace) -> int:
         return 0
     from streams.pipeline.snapshot import snapshot
 
-    result = snapshot(spark, args.bootstrap, args.region, args.out, args.id_mode, args.region_id)
+    result = snapshot(
+        spark,
+        args.bootstrap,
+        args.region,
+        args.out,
+        args.id_mode,
+        args.region_id,
+        topology=args.topology,
+    )
     if len(result.files) == 1:
         print(f"snapshot of {args.region} written to {result.files[0]}: digest {result.digest}")
         return 0

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from streams import exits, progress
+from streams.kafka.clusters import ClusterMismatch
+from streams.kafka.gate import RecordRefused
 from streams.ops.codec import DecodeError
 from streams.replay import kafka_connect, reader, verbs
 from streams.replay.describe import SCHEMA_VERSION
@@ -30,7 +32,7 @@ def _fail(verb: str, exc: Exception) -> int:
     print(f"streams {verb}: {exc}", file=sys.stderr)
     if isinstance(exc, kafka_connect.Unreachable):
         return exits.UNREACHABLE
-    if isinstance(exc, CorruptError | DecodeError):
+    if isinstance(exc, CorruptError | DecodeError | RecordRefused):
         return exits.CORRUPT
     return exits.UNRESOLVED  # a position, snapshot, topic, file that cannot be resolved
 
@@ -48,7 +50,9 @@ def _guard(verb: str, fn: Handler) -> Handler:
             PositionError,
             SnapshotError,
             CorruptError,
-            DecodeError,  # diff decodes every record: one that does not decode stops it
+            DecodeError,
+            RecordRefused,  # diff: a record that does not decode, or that the gate refuses
+            ClusterMismatch,  # a position read from another Kafka cluster
             reader.ReadError,
             OSError,
         ) as exc:
@@ -67,7 +71,9 @@ def _position_args(p: argparse.ArgumentParser) -> None:
     where.add_argument(
         "--offsets",
         help="next offset to read per topic partition: r1.oplog=120,r1.oplog:3=40,r1.local=7 "
-        "(partition 0 when omitted)",
+        "(partition 0 when omitted); cluster=ID,... says which Kafka cluster they were read "
+        "from (the --json summary's `offsets` prints them so), and offsets of another cluster "
+        "are refused (exit 3)",
     )
     where.add_argument(
         "--time", help="ISO 8601: each topic partition as it was then (record timestamps)"
@@ -78,12 +84,18 @@ def _shard_arg(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--shard", type=int, metavar="N", help=f"{what} (default: every shard)")
 
 
+TOPOLOGY_HELP = (
+    "a topology file (as `streams up` writes it): the cluster is the one of --region, and every "
+    "record read is checked against its regions and signing keys as a node checks it (an "
+    "unsigned record of a signing region is skipped and counted). Without it the reader checks "
+    "what the logs tell: each op log holds its own region's ops, and two records under one dot "
+    "with other bytes stop it; signatures cannot be checked"
+)
+
+
 def _cluster_args(p: argparse.ArgumentParser, what: str = "the region's Kafka cluster") -> None:
     p.add_argument("--bootstrap", help=f"{what} HOST:PORT")
-    p.add_argument(
-        "--topology",
-        help="a topology file (as `streams up` writes it): the cluster is the one of --region",
-    )
+    p.add_argument("--topology", help=TOPOLOGY_HELP)
     kafka_connect.add_verbose_argument(p)
 
 
@@ -99,21 +111,25 @@ def _replay_args(p: argparse.ArgumentParser, snapshot: bool = True) -> None:
             "--snapshot",
             action="append",
             help="start from this snapshot file and read only the tail; repeat it with one file "
-            "per shard (a shard without one is replayed from the start)",
+            "per shard (a shard without one is replayed from the start). A snapshot read from "
+            "another Kafka cluster is translated: every log is read from its start and the ops "
+            "the snapshot covers are dropped by seq (noted on stderr)",
         )
     p.add_argument(
         "--on-corrupt",
         choices=["fail", "skip"],
         default="fail",
-        help="fail (default) stops at an undecodable record; skip goes on, writes "
-        "each skipped position to --audit and marks the state tainted (exit 2)",
+        help="fail (default) stops at a record that does not decode or that the record gate "
+        "refuses (an op in another region's log, a second record under a dot); skip goes on, "
+        "writes each skipped position to --audit and marks the state tainted (exit 2). A "
+        "forged record (a signing region's, unsigned) is always skipped, as the node skips it",
     )
     p.add_argument(
         "--audit",
         default=DEFAULT_AUDIT,
-        help="with --on-corrupt skip: the JSON-lines file skipped positions are "
-        f"appended to (default: ./{DEFAULT_AUDIT} in the current directory, created "
-        "only when a record is skipped)",
+        help="the JSON-lines file every skipped record is appended to (forged ones, and with "
+        f"--on-corrupt skip the refused ones; default: ./{DEFAULT_AUDIT} in the current "
+        "directory, created only when a record is skipped)",
     )
     p.add_argument("--id-mode", default="strict", choices=["strict", "semi-strict", "liberal"])
 
@@ -196,13 +212,20 @@ def register(sub: Any) -> dict[str, Handler]:
         "cluster, or held back waiting for a causal dependency).",
         epilog=exits.epilog(exits.DIFFERS, exits.CORRUPT, exits.UNRESOLVED, exits.UNREACHABLE),
     )
-    df.add_argument(
-        "--bootstrap", action="append", required=True, help="a cluster HOST:PORT; give it twice"
+    clusters = df.add_mutually_exclusive_group(required=True)
+    clusters.add_argument(
+        "--bootstrap",
+        action="append",
+        help="a cluster HOST:PORT; give it twice (or --topology with --region twice)",
+    )
+    clusters.add_argument(
+        "--topology", help=TOPOLOGY_HELP.replace("of --region", "of each --region")
     )
     df.add_argument(
         "--region",
         action="append",
-        help="the region of each cluster, in the same order (default: inferred)",
+        help="the region of each cluster, in the same order (default: inferred; required with "
+        "--topology)",
     )
     _shard_arg(df, "compare only this shard")
     kafka_connect.add_verbose_argument(df)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from streams.crdt import ops
 from streams.crdt.fold import Applied, Fold
 from streams.crdt.region import Region
-from streams.ops.pack import decode_all
+from streams.kafka.records import Admission, Skip, Trust
 from streams.progress import Progress
 from streams.replay import reader
 from streams.replay.describe import key_digests, text
@@ -32,7 +32,8 @@ from streams.replay.logs import discover
 from streams.replay.positions import PositionError
 
 Partition = tuple[str, int]
-Logged = tuple[Partition, int, ops.Op | ops.LocalOp]
+Logged = tuple[Partition, int, ops.Op | ops.LocalOp, int]
+"""Where a record was read, one of its ops, and its `continues` (the fold's `txn_last`)."""
 RegionFactory = Callable[[int], Region]
 
 
@@ -55,6 +56,10 @@ class Cluster:
     """The region's shard count (its logs' partition count)."""
     loaded: dict[int, Loaded]
     names: dict[int, str] = field(default_factory=dict)
+    cluster_id: str | None = None
+    """The Kafka cluster read: the offsets named are its own."""
+    skipped: list[Skip] = field(default_factory=list)
+    """Records the record gate skipped (forged: a signing region's, unsigned)."""
 
 
 def load(
@@ -62,25 +67,36 @@ def load(
     region: str | None = None,
     shard: int | None = None,
     progress: Progress | None = None,
+    trust: Trust | None = None,
 ) -> Cluster:
     """Every record of the region's logs on this cluster, in memory (bisection refolds them),
-    split by shard: partition s of every log is shard s."""
+    split by shard: partition s of every log is shard s. Each record passes the shared
+    admission step (`streams.kafka.records`, one gate per shard, checking against `trust`, or
+    the regions the logs name): a forged record is skipped and counted, one that does not
+    decode or that the gate refuses stops the diff (`RecordRefused`)."""
     logs = discover(bootstrap, region)
     tick = progress or Progress.off()
     tick.stage(f"reading {logs.region_name} from {bootstrap}", unit="records")
     shards = logs.shards_for(shard)
     records: dict[int, list[Logged]] = {s: [] for s in shards}
+    checked = logs.trust(trust)
+    admissions = {s: Admission(checked.gate(logs.region_id)) for s in shards}
+    skipped: list[Skip] = []
 
     def sink(raw: reader.Raw) -> bool:
         part = (raw.topic, raw.partition)
-        records[raw.partition].extend((part, raw.offset, r) for r in decode_all(raw.value))
+        admitted = admissions[raw.partition].admit(*part, raw.offset, raw.value, raw.headers)
+        skipped.extend(admitted.skipped)
+        more = admitted.continues
+        records[raw.partition].extend((part, raw.offset, r, more) for r in admitted.records)
         tick.tick()
         return True
 
-    reader.read(bootstrap, {(logs.local, s): 0 for s in shards}, sink)
-    reader.read(bootstrap, {(t, s): 0 for t in logs.oplogs for s in shards}, sink)
+    heads = bool(checked.keys)
+    reader.read(bootstrap, {(logs.local, s): 0 for s in shards}, sink, headers=heads)
+    reader.read(bootstrap, {(t, s): 0 for t in logs.oplogs for s in shards}, sink, headers=heads)
     loaded = {s: Loaded(logs.region_name, logs.region_id, records[s], logs.names) for s in shards}
-    return Cluster(logs.region_name, logs.shards, loaded, logs.names)
+    return Cluster(logs.region_name, logs.shards, loaded, logs.names, logs.cluster_id, skipped)
 
 
 def diff_clusters(a: Cluster, b: Cluster, progress: Progress | None = None) -> dict[int, Report]:
@@ -108,8 +124,8 @@ def fold(
 ) -> Fold:
     f = Fold(make_region(loaded.region_id), cut=cut, observer=observer)
     tick = (progress or Progress.off()).tick
-    for part, offset, record in loaded.records:
-        f.feed(part, offset, record)
+    for part, offset, record, txn_last in loaded.records:
+        f.feed(part, offset, record, txn_last)
         tick()
     f.finish()
     return f
@@ -213,7 +229,7 @@ def _lag(
     fold(ahead, make_region=make, observer=keep, progress=progress)
     if not ops_ahead:
         return None
-    in_behind = {(r.origin, r.seq) for _p, _o, r in behind.records if isinstance(r, ops.Op)}
+    in_behind = {(r.origin, r.seq) for _p, _o, r, _t in behind.records if isinstance(r, ops.Op)}
     missing = [op for op in ops_ahead if (op.origin, op.seq) not in in_behind]
     held = [op for op in ops_ahead if (op.origin, op.seq) in in_behind]
     return Lag(key, side, missing, held)

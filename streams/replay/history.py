@@ -262,6 +262,8 @@ def summary_view(h: History) -> dict[str, Any]:
         "digest": result.region.state.digest(),
         "tainted": result.tainted,
         "skipped": len(result.skipped),
+        "skipped_by_kind": result.skipped_by_kind(),
+        "cluster_id": result.cluster_id,
         "records": result.records,
         "seconds": round(result.seconds, 3),
     }

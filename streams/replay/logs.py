@@ -7,7 +7,9 @@ s to partition s, so every op-log topic on the cluster must have as many; one th
 refused (exit 3) rather than folded into the wrong shards.
 
 Origins get their names from the topic their ops are read from (`r1.oplog`, MirrorMaker 2's
-`A.r1.oplog`): the first record of each partition says which origin id writes it. The region's
+`A.r1.oplog`): the first record of each partition says which origin id writes it
+(`streams.kafka.records.origin_names`). Without a topology file, these names are also what the
+readers' record gate checks each op against (`Logs.trust`). The region's
 own id comes from its `.local` records, else from its ops, else from a name of the form `r<N>`.
 """
 
@@ -16,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from streams.crdt import ops
-from streams.kafka.topics import LOCAL_SUFFIX, OPLOG_SUFFIX
+from streams.kafka.records import Trust, origin_names
+from streams.kafka.topics import LOCAL_SUFFIX
 from streams.ops.codec import DecodeError
 from streams.ops.pack import decode_all
 from streams.replay import reader
@@ -38,6 +41,13 @@ class Logs:
     shards: int
     names: dict[int, str] = field(default_factory=dict)
     """origin id -> region name, for every origin whose ops these logs hold."""
+    cluster_id: str | None = None
+    """The cluster's id (`streams.kafka.clusters`): the positions read here are its offsets."""
+
+    def trust(self, topology: Trust | None = None) -> Trust:
+        """What the readers check records against: the topology file's regions and keys when
+        one was given, else the regions learned from the logs (`streams.kafka.records`)."""
+        return topology if topology is not None else Trust(dict(self.names), learned=True)
 
     @property
     def topics(self) -> list[str]:
@@ -68,11 +78,6 @@ class Logs:
         return list(range(self.shards))
 
 
-def origin_name(topic: str) -> str:
-    """`r1.oplog` and MirrorMaker 2's `A.r1.oplog` both name region r1."""
-    return topic.removesuffix(OPLOG_SUFFIX).rsplit(".", 1)[-1]
-
-
 def find_local(bootstrap: str, topics: list[str], region: str | None) -> str:
     """The region's `.local` topic: the named region's, else the only one on the cluster."""
     locals_ = reader.local_topics(topics)
@@ -93,7 +98,7 @@ def find_local(bootstrap: str, topics: list[str], region: str | None) -> str:
 
 
 def discover(bootstrap: str, region: str | None = None) -> Logs:
-    counts = reader.partition_counts(bootstrap)
+    counts, cluster_id = reader.describe(bootstrap)
     topics = list(counts)
     local = find_local(bootstrap, topics, region)
     region_name = local.removesuffix(LOCAL_SUFFIX)
@@ -106,16 +111,17 @@ def discover(bootstrap: str, region: str | None = None) -> Logs:
                 f"{shards}: every log of a database has one partition per shard"
             )
     parts = [(t, p) for t in [*oplogs, local] for p in range(shards)]
-    names: dict[int, str] = {}
+    first = sorted(reader.first_records(bootstrap, parts).items())
+    names = origin_names((topic, raw.value) for (topic, _p), raw in first)
     region_id: int | None = None
-    for (topic, _p), raw in sorted(reader.first_records(bootstrap, parts).items()):
+    for (topic, _p), raw in first:
+        if topic != local:
+            continue
         try:
             record = decode_all(raw.value)[0]
         except DecodeError:
             continue  # reported where it is read for real
-        if isinstance(record, ops.Op):
-            names.setdefault(record.origin, origin_name(topic))
-        elif topic == local:
+        if isinstance(record, ops.LocalOp):
             region_id = record.region
     if region_id is None:
         region_id = {name: rid for rid, name in names.items()}.get(region_name)
@@ -124,4 +130,4 @@ def discover(bootstrap: str, region: str | None = None) -> Logs:
     if region_id is None:
         region_id = 0  # the region never wrote: its id matters for nothing replayed
     names.setdefault(region_id, region_name)
-    return Logs(bootstrap, region_name, region_id, local, oplogs, shards, names)
+    return Logs(bootstrap, region_name, region_id, local, oplogs, shards, names, cluster_id)

@@ -10,8 +10,12 @@ section 13), so a per-origin seq means something only within one shard:
 - `--at '0:r1=120,r2=98;1:r1=80'`: the per-shard form, one `SHARD:VECTOR` per shard, `;` between
   them (quote it in a shell), as CRDT.SHARDS reports a live node's shards and REPLAY.POSITION /
   `diff` print a position; shards not named are cut at 0 like origins not named.
-- `--offsets TOPIC[:PARTITION]=OFFSET,...`: the next offset to read per topic partition (records
-  before it count; partition 0 when omitted); partitions not named are read to their end.
+- `--offsets [cluster=ID,]TOPIC[:PARTITION]=OFFSET,...`: the next offset to read per topic
+  partition (records before it count; partition 0 when omitted); partitions not named are read
+  to their end. Offsets are a cluster's own (a mirrored log's copy sits at other offsets on
+  another cluster), so `cluster=ID` says which cluster they were read from and a replay of
+  another cluster refuses them (`streams.kafka.clusters`); without it they are taken as the
+  cluster's being read, as before.
 - `--time ISO8601`: each partition up to its last record with a Kafka timestamp at or before then.
 """
 
@@ -126,6 +130,34 @@ def vector_text(vector: Mapping[int, int], names: Mapping[int, str] | None = Non
     """`r1=120,r2=98`: one vector, its origins by name (`r<id>` for an unnamed one)."""
     names = names or {}
     return ",".join(f"{names.get(r, f'r{r}')}={s}" for r, s in sorted(vector.items()))
+
+
+CLUSTER_ITEM = "cluster"
+"""`--offsets cluster=ID,r1.oplog=40`: the Kafka cluster the offsets were read from (no op-log
+topic is named `cluster`: every log's name ends in `.oplog` or `.local`)."""
+
+
+def parse_offsets_on(text: str) -> tuple[str | None, dict[tuple[str, int], int]]:
+    """`cluster=ID,r1.oplog=40,...` -> (the cluster id, or None when not given; the offsets)."""
+    cluster: str | None = None
+    rest: list[str] = []
+    for item in text.split(","):
+        name, sep, value = item.strip().partition("=")
+        if sep and name.strip() == CLUSTER_ITEM:
+            if cluster is not None:
+                raise PositionError(f"--offsets: {CLUSTER_ITEM}= named twice")
+            if not value.strip():
+                raise PositionError(f"--offsets: {CLUSTER_ITEM}= without a cluster id")
+            cluster = value.strip()
+        else:
+            rest.append(item)
+    return cluster, parse_offsets(",".join(rest))
+
+
+def offsets_text(positions: Mapping[tuple[str, int], int], cluster_id: str | None) -> str:
+    """Positions as `--offsets` takes them back, with the cluster they were read from."""
+    head = [f"{CLUSTER_ITEM}={cluster_id}"] if cluster_id else []
+    return ",".join(head + [f"{t}:{p}={o}" for (t, p), o in sorted(positions.items())])
 
 
 def parse_offsets(text: str) -> dict[tuple[str, int], int]:

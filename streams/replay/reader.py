@@ -18,6 +18,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Message
 
+from streams.kafka.gate import ReadHeaders
 from streams.kafka.reading import Partition, ReadToEnd, consumer_config
 from streams.kafka.topics import LOCAL_SUFFIX, is_oplog_topic
 from streams.replay import kafka_connect
@@ -39,6 +40,8 @@ class Raw:
     offset: int
     timestamp_ms: int | None
     value: bytes | None
+    headers: ReadHeaders | None = None
+    """Only when the read asked for them (a signing region's records are checked with them)."""
 
 
 Sink = Callable[[Raw], bool]
@@ -56,16 +59,23 @@ def _consumer(bootstrap: str) -> Consumer:
 def partition_counts(bootstrap: str, timeout: float = 10.0) -> dict[str, int]:
     """Every topic on the cluster (Kafka's internal `__` ones left out) -> its partition count:
     a region's logs have one partition per shard."""
+    return describe(bootstrap, timeout)[0]
+
+
+def describe(bootstrap: str, timeout: float = 10.0) -> tuple[dict[str, int], str | None]:
+    """`partition_counts`, and the cluster's id (`streams.kafka.clusters`: every position a
+    verb prints or stores says which cluster it was read from; None if the broker names none)."""
     consumer = _consumer(bootstrap)
     try:
         metadata = kafka_connect.metadata(consumer, bootstrap, timeout)
     finally:
         consumer.close()
-    return {
+    counts = {
         name: len(topic.partitions)
         for name, topic in sorted(metadata.topics.items())
         if not name.startswith("__")
     }
+    return counts, metadata.cluster_id or None
 
 
 def list_topics(bootstrap: str, timeout: float = 10.0) -> list[str]:
@@ -88,11 +98,13 @@ def read(
     stops: Mapping[Partition, int] | None = None,
     follow: bool = False,
     progress: Callable[[int], None] | None = None,
+    headers: bool = False,
 ) -> dict[Partition, int]:
     """Read each partition from its start to its end (EOF) or its stop offset (exclusive).
 
     Returns the next offset per partition (where the read ended). With `follow`, never ends on
-    EOF (until the sink says stop or the process is interrupted).
+    EOF (until the sink says stop or the process is interrupted). `headers`: hand each record's
+    headers to the sink too (`streams.kafka.records.Admission.wants_headers`).
     """
     stops = dict(stops or {})
     positions = dict(starts)
@@ -138,7 +150,14 @@ def read(
                 reading.finish(part)
                 continue
             kind, ts = msg.timestamp()
-            raw = Raw(part[0], part[1], offset, ts if kind != 0 else None, msg.value())
+            raw = Raw(
+                part[0],
+                part[1],
+                offset,
+                ts if kind != 0 else None,
+                msg.value(),
+                msg.headers() if headers else None,
+            )
             positions[part] = offset + 1
             if not sink(raw) or (stop is not None and offset + 1 >= stop):
                 reading.finish(part)

@@ -33,6 +33,29 @@ class Replayed:
     """Shards built over skipped records (or from a tainted snapshot)."""
     records: int = 0
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    """What the operator should know about how the result was read (a snapshot translated
+    from another cluster, one without a cluster id), for stderr."""
+    checks: str = ""
+    """What the record gate could check (`streams.kafka.records.Trust.describe`)."""
+
+    @property
+    def cluster_id(self) -> str | None:
+        """The Kafka cluster read: the positions are its offsets."""
+        return self.logs.cluster_id
+
+    def skipped_by_kind(self) -> dict[str, int]:
+        """Records skipped, per why (`forged`, `corrupt`, `untrusted`)."""
+        counts: dict[str, int] = {}
+        for entry in self.skipped:
+            kind = str(entry.get("kind", "corrupt"))
+            counts[kind] = counts.get(kind, 0) + 1
+        return counts
+
+    @property
+    def tainting(self) -> int:
+        """Skipped records that may have held a real op (all but forged ones)."""
+        return sum(n for kind, n in self.skipped_by_kind().items() if kind != "forged")
 
     # --- the region's identity --------------------------------------------------------------
 
@@ -129,9 +152,12 @@ class Replayed:
         return sum(f.region.local_seq for f in self.folds.values())
 
     def waiting(self, shard: int | None = None) -> int:
-        """Ops read but not applied (a causal dependency, a gate, a cut), in one shard or all."""
+        """Ops read but not applied (a causal dependency, a gate, a cut, another region's
+        transaction read in part), in one shard or all."""
         folds = self.folds.values() if shard is None else [self.folds[shard]]
-        return sum(f.region.causal.waiting + f.gated + f.waiting_local for f in folds)
+        return sum(
+            f.region.causal.waiting + f.gated + f.waiting_local + f.assembling for f in folds
+        )
 
     def positions(self) -> dict[tuple[str, int], int]:
         """Where reading got, per topic partition (the shards' partitions are disjoint)."""

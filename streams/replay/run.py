@@ -8,9 +8,14 @@ does. With `shard` (`--shard N`) or `key` (history) only that shard's partitions
 
 Reads the region's `.local` partitions first (so each fold knows every local op's gate before
 the replicated ops arrive), then every op-log topic's partitions together, from the snapshots'
-positions when given (one file per shard). Corrupt records fail closed (`CorruptError`) unless
-`on_corrupt` is "skip": then each skipped position is written to the audit file and the shard's
-result is tainted.
+positions when given (one file per shard; a snapshot read from another Kafka cluster is
+translated by seq, `streams.kafka.clusters`). Every record goes through the shared admission step
+(`streams.kafka.records`: the record gate the node's materializer uses, per shard), and its
+`continues` goes to the fold as `txn_last`, so another region's transaction read in part (cut
+by a mirror, or by the end of what was read) is not applied half. Forged records (a signing
+region's, unsigned) are skipped and counted, as the node skips them. Corrupt and untrusted
+records fail closed (`CorruptError`) unless `on_corrupt` is "skip": then the shard's result is
+tainted. Every skipped record is written to the audit file.
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ from streams.crdt import ops
 from streams.crdt.fold import Fold, Observer, Record
 from streams.crdt.region import Region
 from streams.ids import IdMode
-from streams.ops.codec import DecodeError
-from streams.ops.pack import decode_all
+from streams.kafka import clusters
+from streams.kafka.gate import RecordRefused, Refusal
+from streams.kafka.records import Admission, Admitted, Skip, Trust
 from streams.progress import Progress
 from streams.replay import reader
 from streams.replay.describe import SCHEMA_VERSION
@@ -34,7 +40,7 @@ from streams.replay.logs import Logs, discover
 from streams.replay.positions import (
     Cut,
     PositionError,
-    parse_offsets,
+    parse_offsets_on,
     parse_time,
     resolve_cuts,
 )
@@ -56,7 +62,12 @@ class SnapshotPastError(PositionError):
 
 
 class CorruptError(RuntimeError):
-    """A record that does not decode, with no `--on-corrupt skip` (exit code 2)."""
+    """A record that does not decode, or that the record gate refuses, with no `--on-corrupt
+    skip` (exit code 2); `kind` says which (`streams.kafka.gate.Refusal`)."""
+
+    def __init__(self, text: str, kind: Refusal = Refusal.CORRUPT) -> None:
+        super().__init__(text)
+        self.kind = kind
 
 
 @dataclass
@@ -82,6 +93,9 @@ class Request:
     listen: Listener | None = None
     make_region: RegionFactory | None = None
     """A Region subclass to fold into (history watches one key); not with a snapshot."""
+    trust: Trust | None = None
+    """What the record gate checks against: the topology file's regions and signing keys
+    (`--topology`); None: the regions learned from the logs (no signature is checked)."""
 
     def snapshot_files(self) -> list[str]:
         if self.snapshot is None:
@@ -98,8 +112,10 @@ class Start:
     tainted: bool = False
 
 
-def _starts(req: Request, logs: Logs, shards: list[int]) -> dict[int, Start]:
-    """Each replayed shard's starting point: its snapshot file when one was given."""
+def _starts(req: Request, logs: Logs, shards: list[int], notes: list[str]) -> dict[int, Start]:
+    """Each replayed shard's starting point: its snapshot file when one was given. A snapshot
+    read from another Kafka cluster is translated by seq (`streams.kafka.clusters`): its state,
+    every log read from its beginning; one without a cluster id is used as before, noted."""
     mode = IdMode.parse(req.id_mode)
     starts = {s: Start((req.make_region or Region)(logs.region_id, mode)) for s in shards}
     files = req.snapshot_files()
@@ -126,6 +142,18 @@ def _starts(req: Request, logs: Logs, shards: list[int]) -> dict[int, Start]:
             )
         if shard in starts:
             tainted = meta.get("tainted", "") not in ("", "false")
+            taken_on = clusters.snapshot_cluster(meta)
+            positions, origin = clusters.translate(positions, taken_on, logs.cluster_id)
+            source = clusters.elsewhere(meta, req.bootstrap)
+            if origin is clusters.Origin.OTHER:
+                notes.append(
+                    clusters.translated_note(f"snapshot {path}", taken_on, logs.cluster_id)
+                )
+            elif source is not None:  # an older snapshot of another address: translated too
+                positions = {}
+                notes.append(clusters.translated_note(f"snapshot {path}", source, req.bootstrap))
+            elif origin is clusters.Origin.UNKNOWN and positions:
+                notes.append(clusters.unknown_warning(f"snapshot {path}", logs.cluster_id))
             starts[shard] = Start(region, positions, tainted)
     return starts
 
@@ -148,7 +176,15 @@ def _stops(req: Request, logs: Logs, starts: dict[int, Start]) -> dict[Partition
     stops: dict[Partition, int] = {}
     if not req.offsets:
         return stops
-    for (topic, partition), offset in parse_offsets(req.offsets).items():
+    taken_on, offsets = parse_offsets_on(req.offsets)
+    clusters.check(
+        "--offsets",
+        taken_on,
+        logs.cluster_id,
+        "give offsets of this cluster (`streams replay --json` prints them with its id), or a "
+        "per-origin --at, which means the same on every cluster",
+    )
+    for (topic, partition), offset in offsets.items():
         if topic not in logs.topics:
             raise PositionError(
                 f"--offsets: no topic {topic} among the logs of {logs.region_name} on "
@@ -163,6 +199,15 @@ def _stops(req: Request, logs: Logs, starts: dict[int, Start]) -> dict[Partition
             raise SnapshotPastError(f"--offsets: the snapshot is past {topic}:{partition}={offset}")
         stops[(topic, partition)] = offset
     return stops
+
+
+def _refused_text(exc: RecordRefused) -> str:
+    """A gate refusal as a replay words it (the gate's own text speaks of the node's
+    materializer and its --skip-record)."""
+    return (
+        f"refusing the record at topic {exc.topic} partition {exc.partition} offset "
+        f"{exc.offset}: {exc.reason}"
+    )
 
 
 def _in_shard(logs: Logs, shard: int) -> str:
@@ -191,7 +236,8 @@ class _Audit:
 def replay(req: Request) -> Replayed:
     started = time.monotonic()
     logs = discover(req.bootstrap, req.region)
-    starts = _starts(req, logs, logs.shards_for(req.shard, req.key))
+    notes: list[str] = []
+    starts = _starts(req, logs, logs.shards_for(req.shard, req.key), notes)
     cuts = _cuts(req, logs, starts)
     stops = _stops(req, logs, starts)
     until_ms = parse_time(req.time) if req.time else None
@@ -206,9 +252,24 @@ def replay(req: Request) -> Replayed:
         for shard, start in starts.items()
     }
     result = Replayed(folds, logs, tainted_shards={s for s, x in starts.items() if x.tainted})
+    result.notes = notes
+    trust = logs.trust(req.trust)
+    result.checks = trust.describe()
+    # One gate per shard, as the node's shards have: every shard numbers its own dots.
+    admissions = {shard: Admission(trust.gate(logs.region_id)) for shard in starts}
     max_seq: dict[tuple[int, int], int] = {}
     audit = _Audit(req.audit)
     progress = Progress("replay", req.progress)
+
+    def skipped(skip: Skip, shard: int) -> None:
+        entry = {"v": SCHEMA_VERSION, "type": "skipped", "kind": skip.kind.value}
+        entry.update(
+            topic=skip.topic, partition=skip.partition, offset=skip.offset, reason=skip.reason
+        )
+        result.skipped.append(entry)
+        if skip.taints:
+            result.tainted_shards.add(shard)
+        audit.write(entry)
 
     def sink(raw: reader.Raw) -> bool:
         part = (raw.topic, raw.partition)
@@ -217,26 +278,21 @@ def replay(req: Request) -> Replayed:
             return False
         result.records += 1
         progress.tick()  # the records the result counts, so the two figures agree
+        admission = admissions[raw.partition]
         try:
-            records = decode_all(raw.value)
-        except DecodeError as exc:
-            where = f"topic {raw.topic} partition {raw.partition} offset {raw.offset}"
+            admitted = admission.admit(raw.topic, raw.partition, raw.offset, raw.value, raw.headers)
+        except RecordRefused as exc:
             if req.on_corrupt != "skip":
                 raise CorruptError(
-                    f"cannot decode the record at {where}: {exc} (nothing was skipped; "
-                    "--on-corrupt skip replays over it and marks the state tainted)"
+                    f"{exc if exc.kind is Refusal.CORRUPT else _refused_text(exc)} (nothing was "
+                    "skipped; --on-corrupt skip replays over it and marks the state tainted)",
+                    exc.kind,
                 ) from exc
-            entry = {
-                "v": SCHEMA_VERSION,
-                "type": "skipped",
-                "topic": raw.topic,
-                "partition": raw.partition,
-                "offset": raw.offset,
-                "reason": str(exc),
-            }
-            result.skipped.append(entry)
-            result.tainted_shards.add(raw.partition)
-            audit.write(entry)
+            admitted = Admitted([], 0, (admission.count(Skip.of(exc)),))
+        for skip in admitted.skipped:
+            skipped(skip, raw.partition)
+        records = admitted.records
+        if not records:
             fold.skip(part, raw.offset)
             return True
         for record in records:
@@ -245,7 +301,7 @@ def replay(req: Request) -> Replayed:
                 max_seq[top] = max(max_seq.get(top, 0), record.seq)
             if req.listen is not None:
                 req.listen(part, raw.offset, record)
-            fold.feed(part, raw.offset, record)
+            fold.feed(part, raw.offset, record, admitted.continues)
         # An op log's partition holds one origin's ops of one shard in seq order: past the
         # shard's cut, nothing more is needed.
         last = records[-1]
@@ -257,7 +313,7 @@ def replay(req: Request) -> Replayed:
         begin = {
             (t, s): start.positions.get((t, s), 0) for t in topics for s, start in starts.items()
         }
-        return reader.read(req.bootstrap, begin, sink, stops=stops)
+        return reader.read(req.bootstrap, begin, sink, stops=stops, headers=bool(trust.keys))
 
     try:
         ended = read_from([logs.local])

@@ -16,8 +16,10 @@ Read-only: a command the table flags as a write, or whose dispatch produced ops,
   and the old view keeps answering until the new one is complete. A position that cannot be
   resolved is an error reply and the view does not move.
 - `REPLAY.POSITION`: region, the position (as `--at` takes it: per shard with several shards),
-  the digest (as CRDT.DIGEST), the clock, tainted, records read, ops read but not applied; with
-  several shards also `shards`: per shard replayed, its index, digest and vector.
+  the digest (as CRDT.DIGEST), the clock, tainted, records read, ops read but not applied,
+  records skipped (forged ones, and refused ones under `--on-corrupt skip`), and the id of the
+  Kafka cluster read (an `OFFSETS` seek may say `cluster=ID,...`; another cluster's is
+  refused); with several shards also `shards`: per shard replayed, its index, digest and vector.
 
 Shards: the whole region is served (every shard, unless `--shard N` picked one). Commands read
 through `streams.crdt.keyspace.Sharded`, which routes each key to its shard's state, as a node
@@ -45,6 +47,7 @@ from streams.commands.table import run
 from streams.crdt.fold import Applied
 from streams.crdt.keyspace import Keyspace
 from streams.errors import CommandError
+from streams.kafka.clusters import ClusterMismatch
 from streams.node.pipeline import auth, connection, router
 from streams.node.pipeline.admin import vector_reply
 from streams.node.pipeline.clients import Client
@@ -104,6 +107,8 @@ class View:
             (b"tainted", int(result.tainted)),
             (b"records", result.records),
             (b"waiting-ops", result.waiting()),
+            (b"skipped", len(result.skipped)),
+            (b"cluster-id", (result.cluster_id or "").encode()),
         ]
         if result.shards > 1:
             shards: list[Reply] = [
@@ -236,7 +241,13 @@ class ReplayHandler:
         async with self._seeking:
             try:
                 view = await asyncio.to_thread(load, self.base, where, self.runner)
-            except (PositionError, CorruptError, reader.ReadError, OSError) as exc:
+            except (
+                PositionError,
+                ClusterMismatch,
+                CorruptError,
+                reader.ReadError,
+                OSError,
+            ) as exc:
                 return CommandError(f"ERR cannot seek: {exc}".replace("\n", " "))
             self.backend.view = view
         return view.position()
@@ -283,6 +294,8 @@ def serve_replay(req: Request, host: str, port: int) -> int:
     first state served was built over skipped records (tainted), else 0."""
     where: dict[str, str | None] = {"at": req.at, "offsets": req.offsets, "time": req.time}
     view = load(req, where, replay, progress=req.progress)
+    for note in view.result.notes:
+        print(f"streams: note: {note}", file=sys.stderr)
     if view.result.tainted:
         print(
             f"streams replay: TAINTED: built over {len(view.result.skipped)} skipped "

@@ -18,8 +18,9 @@ from typing import Any
 from streams import exits
 from streams.config import TopologyError
 from streams.config import load as load_topology
-from streams.ops.codec import DecodeError
-from streams.ops.pack import decode_all
+from streams.kafka.clusters import SNAPSHOT_META
+from streams.kafka.gate import RecordRefused, Refusal
+from streams.kafka.records import Admission, Trust
 from streams.progress import Progress
 from streams.progress import wanted as progress_wanted
 from streams.replay import reader
@@ -32,7 +33,13 @@ from streams.replay.describe import (
     state_lines,
     text,
 )
-from streams.replay.positions import PositionError, at_text, parse_time, vector_text
+from streams.replay.positions import (
+    PositionError,
+    at_text,
+    offsets_text,
+    parse_time,
+    vector_text,
+)
 from streams.replay.replayed import Replayed
 from streams.replay.run import Request, replay
 from streams.snapshot import write_snapshot
@@ -59,9 +66,27 @@ def bootstrap(args: argparse.Namespace) -> str:
         raise PositionError(f"--topology {args.topology}: {exc.args[0]}") from None
 
 
+def trust(args: argparse.Namespace) -> Trust | None:
+    """What the record gate checks against: the topology file's regions and signing keys when
+    `--topology` names one; None: what the logs on the cluster tell (no signatures)."""
+    if not getattr(args, "topology", None):
+        return None
+    try:
+        return Trust.of(load_topology(args.topology).regions)
+    except TopologyError as exc:
+        raise PositionError(str(exc)) from None
+
+
+def notes(result: Replayed) -> None:
+    """What the operator should know about how the result was read, on stderr."""
+    for note in result.notes:
+        print(f"streams: note: {note}", file=sys.stderr)
+
+
 def request(args: argparse.Namespace, progress: bool) -> Request:
     return Request(
         bootstrap=bootstrap(args),
+        trust=trust(args),
         region=args.region,
         at=args.at,
         offsets=args.offsets,
@@ -76,10 +101,17 @@ def request(args: argparse.Namespace, progress: bool) -> Request:
 
 
 def _tainted(verb: str, result: Replayed, audit: str) -> int:
+    forged = result.skipped_by_kind().get("forged", 0)
+    if forged:
+        print(
+            f"streams {verb}: skipped {forged} forged record(s) (a signing region's, without "
+            f"its signature; listed in {audit}): they cannot be real, the state is not tainted",
+            file=sys.stderr,
+        )
     if not result.tainted:
         return EXIT_OK
     print(
-        f"streams {verb}: TAINTED: built over {len(result.skipped)} skipped record(s) "
+        f"streams {verb}: TAINTED: built over {result.tainting} skipped record(s) "
         f"(listed in {audit})",
         file=sys.stderr,
     )
@@ -97,6 +129,7 @@ def _which(result: Replayed) -> str:
 def log(args: argparse.Namespace) -> int:
     cluster = bootstrap(args)
     counts = reader.partition_counts(cluster)
+    checked = trust(args)
     if args.topic not in counts:
         raise PositionError(f"no topic {args.topic} on {cluster} ({', '.join(counts)})")
     partitions = counts[args.topic]
@@ -105,25 +138,40 @@ def log(args: argparse.Namespace) -> int:
     parts = [args.shard] if args.shard is not None else list(range(partitions))
     since = parse_time(args.time) if args.time else None
     key = args.key.encode() if args.key else None
+    if checked is None:  # no topology file: the regions the op logs' first records name
+        oplogs = [(t, p) for t in reader.oplog_topics(list(counts)) for p in range(counts[t])]
+        first = reader.first_records(cluster, oplogs)
+        checked = Trust.from_logs((t, raw.value) for (t, _p), raw in sorted(first.items()))
+    gates = {p: Admission(checked.gate()) for p in parts}  # a shard numbers its own dots
     corrupt = 0
+
+    def refused(raw: reader.Raw, kind: Refusal, reason: str) -> None:
+        if args.json:
+            line = {"v": SCHEMA_VERSION, "type": "corrupt", "topic": raw.topic}
+            if kind is not Refusal.CORRUPT:
+                line["type"] = "skipped"
+                line["kind"] = kind.value
+            line.update(partition=raw.partition, offset=raw.offset, reason=reason)
+            print(json.dumps(line), flush=True)
+        else:
+            where = place(raw.topic, raw.partition, None, partitions)
+            print(f"{where}@{raw.offset:<6} {kind.value.upper()}: {reason}", flush=True)
 
     def sink(raw: reader.Raw) -> bool:
         nonlocal corrupt
         if since is not None and raw.timestamp_ms is not None and raw.timestamp_ms < since:
             return True
         try:
-            records = decode_all(raw.value)
-        except DecodeError as exc:
+            admitted = gates[raw.partition].admit(
+                raw.topic, raw.partition, raw.offset, raw.value, raw.headers
+            )
+        except RecordRefused as exc:  # listed, and the listing goes on (exit 2 at the end)
             corrupt += 1
-            if args.json:
-                line = {"v": SCHEMA_VERSION, "type": "corrupt", "topic": raw.topic}
-                line.update(partition=raw.partition, offset=raw.offset, reason=str(exc))
-                print(json.dumps(line), flush=True)
-            else:
-                where = place(raw.topic, raw.partition, None, partitions)
-                print(f"{where}@{raw.offset:<6} CORRUPT: {exc}", flush=True)
+            refused(raw, exc.kind, exc.reason)
             return True
-        for record in records:  # a pack's ops share its offset
+        for skip in admitted.skipped:  # forged: not an op of the region, and listed as such
+            refused(raw, skip.kind, skip.reason)
+        for record in admitted.records:  # a pack's ops share its offset
             if key is not None and record.body.key != key:
                 continue
             if args.op and type(record.body).__name__.lower() != args.op.lower():
@@ -132,11 +180,13 @@ def log(args: argparse.Namespace) -> int:
             print(json.dumps(view) if args.json else record_line(view, partitions), flush=True)
         return True
 
+    heads = bool(checked.keys)
     if args.follow:  # every partition at once, for as long as it runs
-        reader.read(cluster, {(args.topic, p): args.from_offset for p in parts}, sink, follow=True)
+        starts = {(args.topic, p): args.from_offset for p in parts}
+        reader.read(cluster, starts, sink, follow=True, headers=heads)
     else:  # partition after partition: the listing's order does not depend on fetch timing
         for p in parts:
-            reader.read(cluster, {(args.topic, p): args.from_offset}, sink)
+            reader.read(cluster, {(args.topic, p): args.from_offset}, sink, headers=heads)
     return EXIT_CORRUPT if corrupt else EXIT_OK
 
 
@@ -153,10 +203,14 @@ def summary(result: Replayed) -> dict[str, Any]:
         "local_seq": result.local_seq,
         "digest": result.digest(),
         "positions": {f"{t}:{p}": o for (t, p), o in result.positions().items()},
+        "cluster_id": result.cluster_id,
+        "offsets": offsets_text(result.positions(), result.cluster_id),
         "waiting_ops": result.waiting(),
         "beyond_cut": result.beyond_cut,
         "tainted": result.tainted,
         "skipped": len(result.skipped),
+        "skipped_by_kind": result.skipped_by_kind(),
+        "checks": result.checks,
         "records": result.records,
         "seconds": round(result.seconds, 3),
     }
@@ -186,6 +240,7 @@ def replay_verb(args: argparse.Namespace) -> int:
 
         return serve_replay(request(args, progress_wanted(args)), args.host, args.serve)
     result = replay(request(args, progress_wanted(args)))
+    notes(result)
     key = args.key.encode() if args.key else None
     states = [region.state for region in result.regions().values()]
     if args.digest:
@@ -233,6 +288,7 @@ def shard_file(path: str, shard: int) -> str:
 def snapshot_verb(args: argparse.Namespace) -> int:
     req = request(args, progress_wanted(args))
     result = replay(req)
+    notes(result)
     per_file = result.shard is None and result.shards > 1
     written: list[str] = []
     for shard, fold in result.folds.items():
@@ -241,6 +297,7 @@ def snapshot_verb(args: argparse.Namespace) -> int:
             "writer": "streams snapshot",
             "created_at_ms": str(int(time.time() * 1000)),
             "source": req.bootstrap,
+            **({SNAPSHOT_META: result.cluster_id} if result.cluster_id else {}),
             "tainted": "true" if shard in result.tainted_shards else "false",
             "shard": str(shard),
         }
@@ -269,18 +326,28 @@ def snapshot_verb(args: argparse.Namespace) -> int:
 def diff_verb(args: argparse.Namespace) -> int:
     from streams.replay import diff as d
 
-    if len(args.bootstrap) != 2:
-        raise PositionError("give --bootstrap exactly twice")
     regions = args.region or [None, None]
     if len(regions) != 2:
         raise PositionError("give --region twice (one per --bootstrap) or not at all")
+    checked = trust(args)
+    bootstraps = args.bootstrap or []
+    if not bootstraps and args.topology and None not in regions:
+        try:
+            bootstraps = [load_topology(args.topology).region(r).bootstrap for r in regions]
+        except KeyError as exc:
+            raise PositionError(f"--topology {args.topology}: {exc.args[0]}") from None
+    if len(bootstraps) != 2:
+        raise PositionError("give --bootstrap exactly twice (or --topology and --region twice)")
     with Progress("diff", progress_wanted(args)) as progress:
-        a = d.load(args.bootstrap[0], regions[0], args.shard, progress)
-        b = d.load(args.bootstrap[1], regions[1], args.shard, progress)
+        a = d.load(bootstraps[0], regions[0], args.shard, progress, checked)
+        b = d.load(bootstraps[1], regions[1], args.shard, progress, checked)
         reports = d.diff_clusters(a, b, progress)
     names = {**a.names, **b.names}
     sharded = a.shards > 1
     side = {"a": a.name, "b": b.name}
+    for which, cluster in (("a", a), ("b", b)):
+        for skip in cluster.skipped:
+            print(f"streams diff: {cluster.name} ({which}): {skip.text()}", file=sys.stderr)
     shared = at_text({s: r.shared for s, r in reports.items()}, names, a.shards)
     lines: list[dict[str, Any]] = []
     for shard, report in reports.items():
@@ -297,6 +364,7 @@ def diff_verb(args: argparse.Namespace) -> int:
                     "topic": None if where is None else where[0][0],
                     **({"partition": None if where is None else where[0][1]} if sharded else {}),
                     "offset": None if where is None else where[1],
+                    "cluster_id": a.cluster_id,  # the offset is one of side a's cluster
                     "index": bug.index,
                 }
             )
@@ -319,10 +387,12 @@ def diff_verb(args: argparse.Namespace) -> int:
             print(json.dumps(line))
         end = {"v": SCHEMA_VERSION, "type": "summary", "a": a.name, "b": b.name}
         end.update(shared=shared, equal_keys=equal, differs=differs)
+        end.update(clusters={"a": a.cluster_id, "b": b.cluster_id})
+        end.update(skipped={"a": len(a.skipped), "b": len(b.skipped)})
         print(json.dumps(end))
         return EXIT_DIFFERS if differs else EXIT_OK
     print(
-        f"diff {a.name} ({args.bootstrap[0]}) vs {b.name} ({args.bootstrap[1]}); "
+        f"diff {a.name} ({bootstraps[0]}) vs {b.name} ({bootstraps[1]}); "
         f"shared position {shared or '(empty)'}"
     )
     for line in lines:

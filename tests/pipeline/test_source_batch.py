@@ -129,6 +129,7 @@ def test_spark_snapshot_has_the_nodes_digest_and_pel_and_reads_back(
     with open(out, "rb") as fp:
         region, positions, meta = read_snapshot(fp)
     assert region.id == 1 and meta["writer"] == "streams spark snapshot"
+    assert meta["cluster_id"] == "streams-r1"  # its positions are that cluster's offsets
     assert region.state.digest() == digest
     assert {t for t, _p in positions} == {"r1.oplog", "r2.oplog", "r3.oplog", "r1.local"}
     assert {f"r{o}": s for o, s in region.vector.items()} == topo.vector(1)
@@ -141,7 +142,8 @@ def test_spark_snapshot_has_the_nodes_digest_and_pel_and_reads_back(
     assert set(group.consumers) == {b"alice"}
     # byte for byte what the snapshot module writes for that state (same sync marker)
     ref = io.BytesIO()
-    write_snapshot(region, positions, ref, region_name="r1", meta={"writer": meta["writer"]})
+    same = {k: meta[k] for k in ("writer", "cluster_id")}
+    write_snapshot(region, positions, ref, region_name="r1", meta=same)
     got = out.read_bytes()
     assert got == ref.getvalue().replace(ref.getvalue()[-16:], got[-16:])
 

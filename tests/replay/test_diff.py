@@ -9,7 +9,7 @@ from streams.crdt.region import Region
 from streams.replay.diff import Cluster, Loaded, diff, diff_clusters
 from streams.replay.positions import PositionError
 
-Logged = tuple[tuple[str, int], int, ops.Op | ops.LocalOp]
+Logged = tuple[tuple[str, int], int, ops.Op | ops.LocalOp, int]
 
 
 class DropsXDel(Region):
@@ -36,8 +36,8 @@ def _logs() -> tuple[list[Logged], list[Logged]]:
         r2.issue(ops.XAdd(b"u", (20, 2), (b"n", b"y")), 20),
         r2.issue(ops.XAdd(b"u", (21, 2), (b"n", b"z")), 21),
     ]
-    one: list[Logged] = [(("r1.oplog", 0), i, op) for i, op in enumerate(mine)]
-    two: list[Logged] = [(("r2.oplog", 0), i, op) for i, op in enumerate(theirs)]
+    one: list[Logged] = [(("r1.oplog", 0), i, op, 0) for i, op in enumerate(mine)]
+    two: list[Logged] = [(("r2.oplog", 0), i, op, 0) for i, op in enumerate(theirs)]
     return one, two
 
 
@@ -73,7 +73,7 @@ def test_clusters_are_compared_shard_by_shard() -> None:
     """Each shard numbers its own ops, so shard 1's r1:1 is not shard 0's r1:1: a bug in one
     shard is found there, with that shard's shared position, and the other shard is equal."""
     one, two = _logs()
-    moved = [((topic, 1), offset, op) for (topic, _p), offset, op in one]  # the same ops in shard 1
+    moved = [((topic, 1), o, op, t) for (topic, _p), o, op, t in one]  # the same ops in shard 1
     a = Cluster("r1", 2, {0: Loaded("r1", 1, two), 1: Loaded("r1", 1, moved)})
     b = Cluster("r2", 2, {0: Loaded("r2", 2, two), 1: Loaded("r2", 2, moved)})
     plain = diff_clusters(a, b)

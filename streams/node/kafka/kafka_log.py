@@ -9,13 +9,14 @@ producer of its own (`streams.node.kafka.writer`), reads partition s of every op
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from streams.kafka.gate import RecordGate
 from streams.kafka.sizes import MAX_RECORD_BYTES, PRODUCER_BATCH_BYTES, TOPIC_MAX_MESSAGE_BYTES
 from streams.kafka.topics import (
     Replication,
     TopicError,
+    cluster_id_of,
     describe_topic_configs,
     ensure_topics,
     local_topic,
@@ -34,8 +35,16 @@ log = logging.getLogger(__name__)
 
 class KafkaSnapshots:
     def __init__(
-        self, bootstrap: str, topic: str, region_id: int, partition: int, shards: int
+        self,
+        bootstrap: str,
+        topic: str,
+        region_id: int,
+        partition: int,
+        shards: int,
+        cluster: Callable[[], str | None] = lambda: None,
     ) -> None:
+        """`cluster`: the cluster's id once the log learned it (`KafkaLog.prepare`)."""
+        self._cluster = cluster
         self.bootstrap = bootstrap
         self.topic = topic
         self.region_id = region_id
@@ -44,6 +53,10 @@ class KafkaSnapshots:
         self.retention = snapshots.Retention()
         """Where the stored snapshots start: the newest `snapshots.KEEP` are kept."""
 
+    @property
+    def cluster_id(self) -> str | None:
+        return self._cluster()
+
     def load_newest(self) -> Snapshot | None:
         return snapshots.load_newest(
             self.bootstrap,
@@ -51,6 +64,7 @@ class KafkaSnapshots:
             self.region_id,
             partition=self.partition,
             retention=self.retention,
+            cluster_id=self.cluster_id,
         )
 
     def publish(self, snapshot_id: str, data: bytes) -> None:
@@ -94,8 +108,12 @@ class KafkaLog:
         self.snapshot_topic = snapshot_topic(region_name)
         self.writers_topic = writers_topic(region_name)
         """Where the nodes announce themselves (`streams.node.kafka.presence`)."""
+        self.cluster_id: str | None = None
+        """The cluster's id (learned in `prepare`): every snapshot says it, and one taken on
+        another cluster is translated by seq at boot (`streams.kafka.clusters`)."""
 
     def prepare(self) -> None:
+        self.cluster_id = cluster_id_of(self.bootstrap)
         ensure_topics(
             self.bootstrap,
             [self.oplog_topic, self.local_topic, self.snapshot_topic, self.writers_topic],
@@ -158,5 +176,10 @@ class KafkaLog:
 
     def snapshots(self, shard: int) -> KafkaSnapshots:
         return KafkaSnapshots(
-            self.bootstrap, self.snapshot_topic, self.region_id, shard, self.shards
+            self.bootstrap,
+            self.snapshot_topic,
+            self.region_id,
+            shard,
+            self.shards,
+            lambda: self.cluster_id,
         )

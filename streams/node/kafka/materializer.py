@@ -23,8 +23,10 @@ The region's own `.local` topic is read to its end before any other topic is ass
 node's catch-up fold (`streams.crdt.fold.Fold`) must know every local op before the replicated
 ops that came after it, to apply each local op on exactly the state it was made on.
 
-A record that does not decode stops the materializer with its topic, partition and offset named:
-nothing is skipped silently. An operator who decided that such a record carries nothing (a
+Every record goes through the shared admission step (`streams.kafka.records`: decoded, its ops
+passed through the record gate), as in every other reader of the logs. A record that does not
+decode stops the materializer with its topic, partition and offset named: nothing is skipped
+silently. An operator who decided that such a record carries nothing (a
 foreign producer wrote to the topic, say) names it with `--skip-record TOPIC:PARTITION:OFFSET`;
 that record alone is skipped, with a warning in the log. A named record that does decode is
 applied all the same: skipping a real op would make the region diverge for good.
@@ -40,14 +42,12 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Message
 
-from streams.crdt import ops
-from streams.kafka.gate import ForgedRecord, RecordGate, UntrustedRecord
+from streams.kafka.gate import RecordGate, UndecodableRecord
 from streams.kafka.paced import PacedConsumer
 from streams.kafka.reading import Pacing, Partition
+from streams.kafka.records import Admission
 from streams.kafka.topics import is_oplog_topic
 from streams.node.runtime.oplog import Batch, CorruptRecord, Decoded, RecordAt
-from streams.ops.codec import DecodeError
-from streams.ops.pack import decode_record
 
 log = logging.getLogger(__name__)
 
@@ -87,9 +87,10 @@ class Materializer:
         self._start = dict(start_offsets or {})
         self.own_topics = own_topics
         self.skip_records = skip_records
-        self.records_skipped = 0
         self.gate = gate
         """Refuses records that decode but cannot be ops of the topology (`streams.kafka.gate`)."""
+        self.admission = Admission(gate, skip_records)
+        """Every record read goes through it: decoded, gated, skipped records counted."""
         self._local_read = False  # the .local backlog is read: the other topics may come
         self.own_positions: dict[str, int] = {}
         """Where reading the own topics stopped when they were dropped after catching up."""
@@ -186,93 +187,41 @@ class Materializer:
         self.own_positions.update({topic: offset for (topic, _p), offset in dropped.items()})
 
     def _decode(self, msg: Message[Any, Any]) -> list[Decoded]:
-        """The ops of one Kafka record (a pack's, or a single one), as the gate admits them;
-        none for an undecodable record the operator named to skip, or a forged one."""
+        """The ops of one Kafka record (a pack's, or a single one), as the shared admission
+        step (`streams.kafka.records`) admits them; none for a record skipped (forged, or named
+        by --skip-record and refused)."""
         topic = msg.topic() or ""
         partition = msg.partition() or 0
         offset = msg.offset() or 0
-        value = msg.value()
+        admission = self.admission
+        headers = msg.headers() if admission.wants_headers else None
         try:
-            each, continues = decode_record(value)
-        except DecodeError as exc:
-            if (topic, partition, offset) in self.skip_records:
-                self.records_skipped += 1
-                log.warning(
-                    "%s: skipping the record at topic %s partition %d offset %d as "
-                    "--skip-record asked: %s",
-                    self.name,
-                    topic,
-                    partition,
-                    offset,
-                    exc,
-                )
-                return []
-            raise CorruptRecord(topic, partition, offset, str(exc)) from exc
-        named = (topic, partition, offset) in self.skip_records
-        gate = self.gate
-        if gate is None:
-            if named:
-                log.warning(
-                    "%s: --skip-record names topic %s partition %d offset %d, but that record "
-                    "decodes: applied, not skipped",
-                    self.name,
-                    topic,
-                    partition,
-                    offset,
-                )
-            return [Decoded(topic, partition, offset, record, continues) for _item, record in each]
-        try:
-            if gate.signs:
-                gate.check_signature(
-                    topic, partition, offset, value or b"", each[0][1], msg.headers()
-                )
-        except ForgedRecord as exc:
-            self.records_skipped += 1
-            log.warning("%s: skipped: %s", self.name, exc)
-            return []
-        out: list[Decoded] = []
-        for item, record in each:
-            try:
-                gate.check_op(topic, partition, offset, item, record, remember=not named)
-            except UntrustedRecord as exc:
-                if not named:
-                    raise
-                self.records_skipped += 1
-                log.warning("%s: skipping as --skip-record asked: %s", self.name, exc)
-                return []
-            if named and isinstance(record, ops.Op):
-                gate.withhold(topic, partition, offset, record)
-                log.warning(
-                    "%s: --skip-record names topic %s partition %d offset %d, which decodes: "
-                    "withheld until another record carrying its dot %d:%d arrives",
-                    self.name,
-                    topic,
-                    partition,
-                    offset,
-                    record.origin,
-                    record.seq,
-                )
-                continue
-            rival = gate.resolves(record)
-            if rival is not None:
-                self.records_skipped += 1
-                log.warning(
-                    "%s: skipped the record at topic %s partition %d offset %d as "
-                    "--skip-record asked: the record at topic %s partition %d offset %d carries "
-                    "its dot and is applied instead",
-                    self.name,
-                    *rival,
-                    topic,
-                    partition,
-                    offset,
-                )
-            out.append(Decoded(topic, partition, offset, record, continues))
-        return out
+            admitted = admission.admit(topic, partition, offset, msg.value(), headers)
+        except UndecodableRecord as exc:
+            raise CorruptRecord(topic, partition, offset, exc.reason) from exc
+        for skip in admitted.skipped:
+            log.warning("%s: %s", self.name, skip.text())
+        if admitted.withheld:
+            log.warning(
+                "%s: --skip-record names topic %s partition %d offset %d, which decodes: "
+                "withheld until another record carrying its dot arrives",
+                self.name,
+                topic,
+                partition,
+                offset,
+            )
+        continues = admitted.continues
+        return [Decoded(topic, partition, offset, r, continues) for _i, r in admitted.items]
+
+    @property
+    def records_skipped(self) -> int:
+        """Records skipped: forged ones, and those named by --skip-record."""
+        return self.admission.skipped
 
     def _refuse_unresolved_skips(self) -> None:
         """A record named by --skip-record that decodes, passes the checks and met no rival
         under its dot is a real op: skipping it would make the region diverge for good."""
-        unresolved = self.gate.unresolved() if self.gate is not None else []
+        unresolved = self.admission.unresolved()
         if unresolved:
             named = ", ".join(f"{t}:{p}:{o}" for t, p, o in unresolved)
             raise RuntimeError(

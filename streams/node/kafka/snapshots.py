@@ -38,6 +38,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from confluent_kafka.admin import AdminClient
 
 from streams.crdt.region import Region
+from streams.kafka import clusters
 from streams.kafka.headers import as_dict, headers_of
 from streams.kafka.reading import EndNotReached, ReadToEnd, consumer_config
 from streams.snapshot import Positions, SnapshotError, read_snapshot
@@ -266,14 +267,18 @@ def load_newest(
     region_id: int,
     partition: int = 0,
     retention: Retention | None = None,
+    cluster_id: str | None = None,
 ) -> tuple[str, Region, Positions] | None:
     """The newest snapshot in a partition of the topic that reads back whole, falling back to
-    older ones."""
+    older ones. Its positions are for cluster `cluster_id` (this one): a snapshot that says it
+    was taken on another cluster (the topic was copied, the cluster rebuilt under a new id) is
+    translated by seq (`streams.kafka.clusters`: no positions, every log read from its start,
+    the ops its state covers dropped)."""
     for snapshot_id, data in read_complete(
         bootstrap, topic, partition=partition, retention=retention
     ):
         try:
-            region, positions, _meta = read_snapshot(io.BytesIO(data))
+            region, positions, meta = read_snapshot(io.BytesIO(data))
         except SnapshotError as exc:
             log.error(
                 "snapshot %s in %s is unreadable (%s); trying an older one", snapshot_id, topic, exc
@@ -288,5 +293,11 @@ def load_newest(
                 region_id,
             )
             continue
+        taken_on = clusters.snapshot_cluster(meta)
+        positions, origin = clusters.translate(positions, taken_on, cluster_id)
+        if origin is clusters.Origin.OTHER:
+            log.warning(
+                "%s", clusters.translated_note(f"snapshot {snapshot_id}", taken_on, cluster_id)
+            )
         return snapshot_id, region, positions
     return None

@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from streams.kafka import clusters
 from streams.node.runtime.oplog import Batch, Reader, ReaderSpec, Snapshot, SnapshotStore
 from streams.node.runtime.replica import Replica
 from streams.snapshot import read_snapshot
@@ -156,13 +157,23 @@ class Loader:
                 self.booted_from = f"snapshot {found[0]} from {self.snapshots.where}"
             return found
         with open(self.snapshot_file, "rb") as fp:
-            region, positions, _meta = read_snapshot(fp)
+            region, positions, meta = read_snapshot(fp)
         if region.id != self.replica.region_id:
             raise ValueError(
                 f"{self.snapshot_file} is a snapshot of region id {region.id}, not of "
                 f"{self.name} (id {self.replica.region_id})"
             )
         self.booted_from = f"snapshot file {self.snapshot_file}"
+        # Its offsets are the cluster's it was read from: on another cluster they name other
+        # records, so it is translated by seq (its state; every log from its beginning).
+        here, taken_on = self.snapshots.cluster_id, clusters.snapshot_cluster(meta)
+        positions, origin = clusters.translate(positions, taken_on, here)
+        what = f"{self.name}: snapshot file {self.snapshot_file}"
+        if origin is clusters.Origin.OTHER:
+            log.warning("%s", clusters.translated_note(what, taken_on, here))
+            self.booted_from += f" (taken on cluster {taken_on}: every log read from its start)"
+        elif origin is clusters.Origin.UNKNOWN and here and positions:
+            log.warning("%s", clusters.unknown_warning(what, here))
         return self.snapshot_file, region, positions
 
     async def _catch_up(self, reader: Reader, replica: Replica, timeout: float) -> None:

@@ -73,6 +73,7 @@ class MemoryReader:
 
 class MemorySnapshots:
     where = "memory"
+    cluster_id: str | None = None
 
     def __init__(self) -> None:
         self.published: list[tuple[str, bytes]] = []

@@ -107,7 +107,13 @@ class Reader(Protocol):
 
     caught_up: threading.Event
     records_read: int
-    records_skipped: int
+
+    @property
+    def records_skipped(self) -> int:
+        """Records skipped: forged ones (a signing region's, unsigned), and those named by
+        --skip-record."""
+        ...
+
     own_positions: dict[str, int]
     """Where reading the own logs stopped when they were dropped after catching up."""
 
@@ -147,6 +153,12 @@ Snapshot = tuple[str, Region, Positions]
 class SnapshotStore(Protocol):
     where: str
     """Where the snapshots are kept, for messages (a topic, or a topic and partition)."""
+
+    @property
+    def cluster_id(self) -> str | None:
+        """The id of the Kafka cluster the shard reads (None: not known, or no Kafka): every
+        snapshot names the cluster its positions were read from (`streams.kafka.clusters`)."""
+        ...
 
     def load_newest(self) -> Snapshot | None: ...
 

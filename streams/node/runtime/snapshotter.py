@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from streams.crdt.region import Region
+from streams.kafka import clusters
 from streams.node.runtime.loader import Loader
 from streams.node.runtime.oplog import SnapshotStore, Writer
 from streams.node.runtime.replica import Replica
@@ -164,6 +165,9 @@ class Snapshotter:
                             "snapshot_id": snapshot_id,
                             "shard": str(self.writer.partition),
                         }
+                        cluster = self.store.cluster_id
+                        if cluster:  # the cluster its positions are offsets of
+                            meta[clusters.SNAPSHOT_META] = cluster
                         pid, path = fork_write(region, self.positions(), self.region_name, meta)
                         self._since = (self.writepath.ops, time.monotonic())
                         return pid, path, snapshot_id
