@@ -149,9 +149,9 @@ def render(topology: Topology, naming: str | None = None) -> str:
         "# it, everything since the last offset flush comes again: nodes drop such duplicates by",
         "# dot, but they cost). MirrorMaker's transactions follow its own poll batches, not the",
         "# source's (KAFKA-14021): the nodes apply another region's transaction whole however it",
-        "# arrives (op packs say where it ends). Several MirrorMaker processes serving the same",
-        "# flows also need `dedicated.mode.enable.internal.rest = true` and a `listeners` URL each;",
-        "# one process (this file's use) does not.",
+        "# arrives (op packs say where it ends). Several MirrorMaker processes serving the",
+        "# same flows also need `dedicated.mode.enable.internal.rest = true` and a `listeners`",
+        "# URL each; one process (this file's use) does not.",
     ]
     for alias in aliases:
         lines.append(f"{alias}.exactly.once.source.support = enabled")
