@@ -26,7 +26,6 @@ import redis
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.durability import say, xadd_latency
 from bench.latency import percentiles
 from bench.pipeline import tree_cpu_seconds
 from bench.throughput import run_benchmarks, write_section, xadd_benchmark_command
@@ -38,6 +37,19 @@ BACKENDS = {
     "tansu-s3": ("Tansu on SeaweedFS + embedded mirror, durable", "tansu", "embedded", True),
     "tansu-memory": ("Tansu in memory + embedded mirror, ephemeral", "tansu", "embedded", False),
 }
+
+
+def say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def xadd_latency(client: redis.Redis, n: int) -> dict[str, float]:
+    samples = []
+    for i in range(n):
+        started = time.perf_counter()
+        client.xadd(f"lat:{i % 8}", {"f": "v"})
+        samples.append(time.perf_counter() - started)
+    return percentiles(samples)
 
 
 def kafka_commit(bootstrap: str, n: int) -> dict[str, float]:

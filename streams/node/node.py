@@ -245,11 +245,15 @@ class RegionNode:
         then serve. Raises `CatchUpTimeout` naming how far each topic got when a shard's backlog
         is not read within `catch_up_timeout` seconds."""
         loop = asyncio.get_running_loop()
+        began = time.monotonic()
         await loop.run_in_executor(None, self.log.prepare)
         self.limits.max_arg = self.log.record_limit  # a longer value could never be logged
+        log.info("%s: logs ready in %.2f s", self.name, time.monotonic() - began)
         if self.presence is not None:
             await loop.run_in_executor(None, self._claim, self.presence, loop)
+            log.info("%s: writers checked at %.2f s", self.name, time.monotonic() - began)
         await asyncio.gather(*(s.start(catch_up_timeout) for s in self.shards.shards))
+        log.info("%s: shards loaded at %.2f s", self.name, time.monotonic() - began)
         self._tasks.spawn(self._housekeeping())
         if serve_resp:
             self._server = await serve(

@@ -62,3 +62,9 @@ def kafka_topologies() -> Iterator[Topologies]:
         yield topologies
     finally:
         topologies.close()
+
+
+@pytest.fixture(autouse=True)
+def _kafka_set_up() -> None:
+    """Every test of the tier needs Kafka's jars (`require_kafka`)."""
+    require_kafka()

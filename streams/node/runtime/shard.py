@@ -131,7 +131,9 @@ class Shard:
 
     async def start(self, catch_up_timeout: float = DEFAULT_CATCH_UP_TIMEOUT_S) -> None:
         """Register the writer (fencing any older one of this shard), load, then commit."""
+        began = time.monotonic()
         await asyncio.get_running_loop().run_in_executor(None, self.writer.start)
+        log.info("%s: writer registered in %.2f s", self.name, time.monotonic() - began)
         await self.loader.boot(catch_up_timeout)
         self.snapshotter.restart_schedule()
         self.writepath.start()

@@ -1,5 +1,5 @@
-"""Durable brokers under SIGKILL (issue 21): first every process of one region (node, broker and
-its object store) killed at the same instant under load and started again, then every process
+"""Durable brokers (Apache Kafka) under SIGKILL: first every process of one region (node and
+broker) killed at the same instant under load and started again, then every process
 of the topology killed at the same instant under load and the topology started again on the
 same data directory. Both times: every XADD a client saw acknowledged is in every region exactly
 once, nothing deleted came back, the killed region's PEL is back, no op log forked or lost a
@@ -15,8 +15,6 @@ import time
 from pathlib import Path
 
 import redis
-from support import free_port, wait_until
-
 from faults.workload import (
     Ledger,
     Process,
@@ -31,6 +29,8 @@ from faults.workload import (
     settle,
     summary,
 )
+from support import free_port, wait_until
+
 from topology.local import LocalTopology
 
 RATE = 40.0
@@ -60,25 +60,25 @@ def test_sigkill_of_a_region_then_of_the_whole_topology_loses_and_doubles_nothin
     figures: dict[str, float] = {}
     logs = str(tmp_path / "first")  # node logs kept with the test's other files
     # The mirrors copy on demand here (`sync`), not while processes are killed.
-    with LocalTopology(regions=2, manual_sync=True, data_dir=data, workdir=logs) as topo:
+    with LocalTopology(
+        regions=2, manual_sync=True, data_dir=data, workdir=logs, broker="kafka", mirror="mm2"
+    ) as topo:
         prepare(topo)
 
         def crash_region() -> None:
             time.sleep(1.5)
-            topo.kill_node(1)  # the three at the same instant, a transaction in flight
-            topo.brokers[1].stop()  # SIGKILL
-            topo.stores[1].kill()
+            topo.kill_node(1)  # the two at the same instant, a transaction in flight
+            topo.kill_broker(1)
             killed = time.monotonic()
             time.sleep(0.5)
-            topo.stores[1].start()
-            topo.brokers[1].start()
+            topo.start_broker(1)
             topo.start_node(1)
             assert first_write(topo.ports[1], 60) is not None, "r1 takes no write again"
             figures["region_kill_to_write_s"] = time.monotonic() - killed
 
         first = run_load(topo, [1, 2], seconds=5.0, rate=RATE, during=crash_region)
         settle(topo)
-        print("\nregion r1 SIGKILLed whole (node, broker, object store) at 1.5 s of load")
+        print("\nregion r1 SIGKILLed whole (node and broker) at 1.5 s of load")
         print(summary(first))
         print(f"  r1 kill to first acknowledged write {figures['region_kill_to_write_s']:.2f}s")
         print(f"  checked in every region: {check_no_loss(topo, first)}")
@@ -90,12 +90,14 @@ def test_sigkill_of_a_region_then_of_the_whole_topology_loses_and_doubles_nothin
         for writer in writers:
             writer.start()
         time.sleep(2.0)
-        topo.crash()  # nodes, stores and brokers SIGKILLed at once
+        topo.crash()  # nodes, mirrors and brokers SIGKILLed at once
         crashed = time.monotonic()
         second = [writer.stop() for writer in writers]
 
     logs = str(tmp_path / "again")
-    with LocalTopology(regions=2, manual_sync=False, data_dir=data, workdir=logs) as again:
+    with LocalTopology(
+        regions=2, manual_sync=False, data_dir=data, workdir=logs, broker="kafka", mirror="mm2"
+    ) as again:
         figures["topology_restart_s"] = time.monotonic() - crashed
         settle(again)
         ledgers = first + second
@@ -115,12 +117,17 @@ def test_a_second_node_after_a_durable_broker_restart_still_fences_the_first(
     fenced (refuses writes naming the takeover) and r1's op log never forks."""
     logs = tmp_path / "logs"
     with LocalTopology(
-        regions=1, manual_sync=False, data_dir=tmp_path / "data", workdir=logs
+        broker="kafka",
+        mirror="mm2",
+        regions=1,
+        manual_sync=False,
+        data_dir=tmp_path / "data",
+        workdir=logs,
     ) as topo:
         old = plain_client(topo.ports[1])
         old.xadd(b"k", {b"p": b"before"})
-        topo.brokers[1].stop()  # SIGKILL
-        topo.brokers[1].start()
+        topo.kill_broker(1)
+        topo.start_broker(1)
         assert first_write(topo.ports[1], 60) is not None, "r1 takes no write after the restart"
         second = Process(logs / "node-r1-second.log")
         port = free_port()
