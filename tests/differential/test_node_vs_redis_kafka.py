@@ -903,7 +903,8 @@ class Differential:
                     self.last_added.pop(key, None)
                     self.log.append(f"  (husk {key!r} deleted on both sides)")
             for probe in PROBES(key):
-                ours, theirs = self.node.probe.call(probe), self.redis.probe.call(probe)
+                ours = redis7_view(self.node.probe.call(probe))
+                theirs = self.redis.probe.call(probe)
                 if ours != theirs and not self._alike(probe, ours, theirs):
                     self.fail(
                         f"after the step, {probe!r} differs:\n  node  {ours!r}\n  redis {theirs!r}"

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio
+from differential.redis8_fields import redis7_parsed
 from differential.redis_server import RedisServer
 
 from topology.local import LocalTopology
@@ -347,7 +348,7 @@ def _key_text(k: Any) -> str | None:
 
 
 def compare(calls: list[Call], ours: list[Any], theirs: list[Any]) -> None:
-    ours_n = [normalise(r, generated_ids(calls, ours)) for r in ours]
+    ours_n = [normalise(redis7_parsed(r), generated_ids(calls, ours)) for r in ours]
     theirs_n = [normalise(r, generated_ids(calls, theirs)) for r in theirs]
     wrong = [
         f"  #{i} {call.show()}\n    node:  {a!r}\n    redis: {b!r}"
