@@ -30,13 +30,15 @@ def require_kafka() -> None:
 
 
 class Topologies:
-    """One three-region Kafka + MirrorMaker 2 topology per ID mode, started on first use."""
+    """One three-region Kafka + MirrorMaker 2 topology per ID mode, started on first use; the
+    previous mode's is stopped then (the tables run grouped by ID mode)."""
 
     def __init__(self) -> None:
         self.started: dict[str, LocalTopology] = {}
 
     def get(self, id_mode: str) -> LocalTopology:
         if id_mode not in self.started:
+            self.close()  # one at a time: nine idle JVMs would slow every later test
             topo = LocalTopology(
                 regions=3,
                 manual_sync=True,
@@ -52,9 +54,10 @@ class Topologies:
     def close(self) -> None:
         for topo in self.started.values():
             topo.close()
+        self.started.clear()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def kafka_topologies() -> Iterator[Topologies]:
     require_kafka()
     topologies = Topologies()

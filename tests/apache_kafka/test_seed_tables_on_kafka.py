@@ -11,7 +11,8 @@ from apache_kafka.keyspace_driver import KeyspaceDriver
 from streams.scenarios import Scenario, load_all
 from streams.scenarios.runner import failures, run
 
-SCENARIOS = load_all()
+SCENARIOS = sorted(load_all(), key=lambda s: s.id_mode)
+"""Grouped by ID mode: one topology per mode, each started once and stopped before the next."""
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.slug for s in SCENARIOS])

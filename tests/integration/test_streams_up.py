@@ -5,6 +5,7 @@ durable default is tested in tests/integration/test_durable_topology.py."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -27,6 +28,7 @@ def streams(*args: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,  # its brokers and nodes are its group: all go if a test fails
     )
 
 
@@ -51,7 +53,7 @@ def streams_up(*args: str, durable: bool = False) -> Iterator[tuple[subprocess.P
         yield proc, text
     finally:
         if proc.poll() is None:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
 
 

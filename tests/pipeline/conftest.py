@@ -18,7 +18,7 @@ from streams.pipeline.session import spark_session
 from topology.local import LocalTopology
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def spark() -> Iterator[SparkSession]:
     session = spark_session("local[2]", shuffle_partitions=4, app="streams-tests")
     try:
@@ -62,7 +62,7 @@ def write_history(topo: LocalTopology) -> list[bytes]:
     return [b"orders", b"events", b"dup", b"gone"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def history() -> Iterator[History]:
     with LocalTopology(regions=3, manual_sync=True, id_mode="semi-strict") as topo:
         keys = write_history(topo)
