@@ -20,7 +20,7 @@ from streams.crdt.fold import Record
 from streams.crdt.state import KeyState
 from streams.replay.describe import SCHEMA_VERSION, key_view, text
 from streams.replay.diff import Report
-from streams.replay.history import History, Step, change_text, step_view
+from streams.replay.history import History, Step, step_view
 from streams.replay.positions import at_text, vector_text
 
 PAGE = 200
@@ -181,9 +181,7 @@ def state_json(
         for origin, op in sorted(newest.items()):
             name = names.get(origin, f"r{origin}")
             vectors[name] = {
-                "vector": {
-                    names.get(o, f"r{o}"): n for o, n in sorted(op.observed().items()) if n
-                },
+                "vector": {names.get(o, f"r{o}"): n for o, n in sorted(op.observed().items()) if n},
                 "exact": False,
                 "why": f"at least what {name} had applied when it wrote {origin}:{op.seq} "
                 f"({vector_text(dict(op.ctx), names) or 'nothing else'} in its causal context)",
@@ -253,15 +251,3 @@ def keys_json(counts: dict[bytes, int], present: dict[bytes, KeyState]) -> list[
             }
         )
     return rows
-
-
-__all__ = [
-    "PAGE",
-    "change_text",
-    "diff_json",
-    "history_page",
-    "keys_json",
-    "lanes",
-    "op_id",
-    "state_json",
-]

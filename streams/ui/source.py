@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from streams.kafka.records import Trust
-from streams.replay import diff, history, logs, run
-from streams.replay.positions import PositionError, is_per_shard, resolve_cuts
+from streams.replay import diff as replay_diff
+from streams.replay import history as replay_history
+from streams.replay import logs, run
+from streams.replay.positions import PositionError, at_text, is_per_shard, resolve_cuts
 from streams.slots import shard_of
 from streams.ui import api
 
@@ -37,11 +39,11 @@ class Source:
     id_mode: str = "strict"
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _logs: logs.Logs | None = None
-    _histories: dict[bytes, history.History] = field(default_factory=dict)
+    _histories: dict[bytes, replay_history.History] = field(default_factory=dict)
     _states: dict[tuple[bytes, str], Any] = field(default_factory=dict)
     _keys: list[dict[str, Any]] | None = None
-    _clusters: dict[tuple[str, int], diff.Cluster] = field(default_factory=dict)
-    _diffs: dict[tuple[str, int], diff.Report] = field(default_factory=dict)
+    _clusters: dict[tuple[str, int], replay_diff.Cluster] = field(default_factory=dict)
+    _diffs: dict[tuple[str, int], replay_diff.Report] = field(default_factory=dict)
 
     def check(self) -> logs.Logs:
         """Find the region's logs and check `--at` against them before serving: an unknown
@@ -91,11 +93,11 @@ class Source:
             "page": api.PAGE,
         }
 
-    def history(self, key: bytes) -> history.History:
+    def history(self, key: bytes) -> replay_history.History:
         with self._lock:
             found = self._histories.get(key)
             if found is None:
-                found = history.history(self.request(), key)
+                found = replay_history.history(self.request(), key)
                 self._histories[key] = found
             return found
 
@@ -113,7 +115,7 @@ class Source:
         if step is None:
             return api.state_json(h, index, None, "", result.names)
         shard = next(iter(result.folds))
-        at = api.at_text({shard: step.vector}, result.names, result.shards)
+        at = at_text({shard: step.vector}, result.names, result.shards)
         with self._lock:
             ks = self._states.get((key, at))
             if (key, at) not in self._states:
@@ -157,16 +159,16 @@ class Source:
                 if report is None:
                     a = self._cluster(found.region_name, self.bootstrap, shard)
                     b = self._cluster(name, boot, shard)
-                    report = diff.diff(a.loaded[shard], b.loaded[shard])
+                    report = replay_diff.diff(a.loaded[shard], b.loaded[shard])
                     self._diffs[(name, shard)] = report
             names = {**found.names, **self._clusters[(name, shard)].names}
             out.append(api.diff_json(key, found.region_name, name, report, names, shard))
         return {"available": True, "region": found.region_name, "regions": out}
 
-    def _cluster(self, name: str, boot: str, shard: int) -> diff.Cluster:
+    def _cluster(self, name: str, boot: str, shard: int) -> replay_diff.Cluster:
         got = self._clusters.get((name, shard))
         if got is None:
-            got = diff.load(boot, name, shard, None, self.trust)
+            got = replay_diff.load(boot, name, shard, None, self.trust)
             self._clusters[(name, shard)] = got
         return got
 
