@@ -9,6 +9,7 @@ import argparse
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 from streams import exits
@@ -44,6 +45,14 @@ def ui_verb(args: argparse.Namespace) -> int:
         id_mode=args.id_mode,
     )
     found = source.check()
+    for key in args.key or []:  # folded before serving: these pages open at once
+        started = time.monotonic()
+        h = source.history(key.encode())
+        print(
+            f"streams ui: key {key}: {len(h.steps)} op(s) folded in "
+            f"{time.monotonic() - started:.1f}s",
+            flush=True,
+        )
     server = make_server(source, args.port)
     host, port = server.server_address[:2]
     url = f"http://{host!s}:{port}/"
@@ -101,6 +110,12 @@ def register(sub: Any) -> dict[str, Handler]:
         type=int,
         default=DEFAULT_PORT,
         help=f"the port to serve on, on 127.0.0.1 (default {DEFAULT_PORT}; 0: a free one)",
+    )
+    ui.add_argument(
+        "--key",
+        action="append",
+        help="fold this key's history before serving (repeat for several), so its page opens "
+        "at once; other keys are folded when first asked for, and kept",
     )
     ui.add_argument("--id-mode", default="strict", choices=["strict", "semi-strict", "liberal"])
     kafka_connect.add_verbose_argument(ui)

@@ -108,12 +108,15 @@ class Handler(BaseHTTPRequestHandler):
         self._send(status, "application/json", json.dumps(body).encode())
 
     def _send(self, status: int, kind: str, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
-        self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            self.wfile.write(body)
+        except ConnectionError:  # the page went elsewhere before the answer: nobody to tell
+            pass
 
 
 def make_server(source: Source, port: int, host: str = "127.0.0.1") -> ThreadingHTTPServer:

@@ -6,7 +6,9 @@ would otherwise read the logs again. A key's history is read once (`streams.repl
 state at a point once per position (`streams.replay.run.replay` with `--at`, exactly what
 `streams replay --at` folds), another region's logs once for `streams diff`
 (`streams.replay.diff`); `fresh` (the page's reload) drops them, so a live topology is read anew.
-One lock: the fold is CPU work, and two at once on a shared machine only make both slower.
+One lock for histories, states and the key list (the fold is CPU work: two at once only make
+both slower), another for comparisons: `streams diff` folds every compared region's logs several
+times, and a page waiting on it would not open.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class Source:
     """Other regions' name -> bootstrap (from the topology file): what diff compares against."""
     id_mode: str = "strict"
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _diff_lock: threading.Lock = field(default_factory=threading.Lock)
     _logs: logs.Logs | None = None
     _histories: dict[bytes, replay_history.History] = field(default_factory=dict)
     _states: dict[tuple[bytes, str], Any] = field(default_factory=dict)
@@ -74,6 +77,7 @@ class Source:
             self._histories.clear()
             self._states.clear()
             self._keys = None
+        with self._diff_lock:
             self._clusters.clear()
             self._diffs.clear()
 
@@ -154,7 +158,7 @@ class Source:
         shard = shard_of(key, found.shards)
         out = []
         for name, boot in sorted(self.others.items()):
-            with self._lock:
+            with self._diff_lock:
                 report = self._diffs.get((name, shard))
                 if report is None:
                     a = self._cluster(found.region_name, self.bootstrap, shard)
