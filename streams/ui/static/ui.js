@@ -89,8 +89,26 @@ async function keyPage(key, offset, fresh) {
   reload.onclick = () => keyPage(key, offset, true).catch((e) => fail(view, e));
   head.append(reload);
   const banners = el("div", { id: "diff" });
-  view.replaceChildren(head, banners, draw(page, key));
+  view.replaceChildren(head, legend(), banners, draw(page, key));
   diff(key, page, banners); // after the drawing: comparing regions may take longer
+}
+
+const LEGEND = [
+  ["XAdd", "#4a4"], ["XDel / XTrim", "#e90"], ["Del", "#d22"],
+  ["group create / destroy, XSETID", "#36c"], ["AckEffect", "#96c"],
+  ["local op (square: delivery, ack, claim…)", "#bbb"], ["not applied (dashed)", "#fff"],
+];
+
+function legend() {
+  const box = el("p", { class: "legend note" });
+  for (const [name, color] of LEGEND) {
+    const dot = el("span", { class: "swatch" });
+    dot.style.background = color;
+    box.append(dot, name + "   ");
+  }
+  box.append("arrow: the newest op of another region on this key that the op's causal " +
+    "context had seen. Click an op: the key's state just after it.");
+  return box;
 }
 
 function go(key, offset) {
