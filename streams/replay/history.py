@@ -41,6 +41,9 @@ class Step:
     record: Record
     index: int | None
     effect: dict[str, Any]
+    vector: dict[int, int] = field(default_factory=dict)
+    """The shard's applied vector just after this op (empty: not applied): the position
+    `--at` takes back to show the state then (`streams ui` does, on a click)."""
 
 
 @dataclass
@@ -53,12 +56,16 @@ class History:
 
 def history(req: Request, key: bytes) -> History:
     """Replay `req`'s region from the start, watching `key`."""
-    applied: list[Applied] = []
+    applied: list[tuple[Applied, dict[int, int]]] = []
     read: dict[tuple[str, int, int], tuple[Partition, int, Record]] = {}
+    running: dict[int, int] = {}  # every op applied so far, on any key: the vector after each
 
     def observe(x: Applied) -> None:
-        if x.record.body.key == key:
-            applied.append(x)
+        record = x.record
+        if isinstance(record, ops.Op):
+            running[record.origin] = max(running.get(record.origin, 0), record.seq)
+        if record.body.key == key:
+            applied.append((x, dict(running)))
 
     def listen(part: Partition, offset: int, record: Record) -> None:
         if record.body.key == key:
@@ -76,10 +83,11 @@ def history(req: Request, key: bytes) -> History:
     effects = watch[0].effects
     out = History(key, result)
     done: set[tuple[str, int, int]] = set()
-    for x in applied:
+    for x, vector in applied:
         ident = _ident(x.record)
         done.add(ident)
-        out.steps.append(Step(x.part, x.offset, x.record, x.order, effects.get(ident, {})))
+        effect = effects.get(ident, {})
+        out.steps.append(Step(x.part, x.offset, x.record, x.order, effect, vector))
     region = result.region
     for ident, (part, offset, record) in read.items():
         if ident in done:
