@@ -8,6 +8,7 @@ differential test.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -73,3 +74,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             marks.add("redis")
         for mark in sorted(marks):
             item.add_marker(getattr(pytest.mark, mark))
+
+
+TIMES_FILE = os.environ.get("STREAMS_TEST_TIMES")
+"""Where each test's wall time goes as it finishes (set by whoever trims CI's time): the
+durations pytest prints come only at the end of a run, which may not end."""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if TIMES_FILE and report.when in ("setup", "call", "teardown"):
+        with open(TIMES_FILE, "a") as out:
+            out.write(f"{report.duration:.2f}\t{report.when}\t{report.nodeid}\n")
