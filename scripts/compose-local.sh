@@ -141,14 +141,16 @@ compose() {
 
 # PING with AUTH over RESP, in bash: exit 0 when the node on 127.0.0.1:$1 answers PONG.
 ping_node() {
-  local port=$1 reply
+  local port=$1 reply line
   { exec 3<> "/dev/tcp/127.0.0.1/$port"; } 2>/dev/null || return 1
   printf '*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n*1\r\n$4\r\nPING\r\n' \
     "$(printf '%s' "$STREAMS_PASSWORD" | wc -c)" "$STREAMS_PASSWORD" >&3 || {
     exec 3>&-
     return 1
   }
-  reply=$(timeout 3 head -c 64 <&3 || true)
+  # Two replies, a line each: AUTH's (+OK, or an error) and PING's (+PONG).
+  reply=
+  IFS= read -r -t 5 line <&3 && reply=$line && IFS= read -r -t 5 line <&3 && reply+=$line
   exec 3>&-
   [[ $reply == *+PONG* ]]
 }
