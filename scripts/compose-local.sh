@@ -239,7 +239,9 @@ case "$cmd" in
     # The compose file refuses to load without a password; down needs none.
     export STREAMS_PASSWORD=${STREAMS_PASSWORD:-unused-by-down}
     [ "$ENGINE" = podman ] && export STREAMS_KAFKA_BASE=$BASE_IMAGE STREAMS_NODE_BASE=$BASE_IMAGE
-    compose down "${volumes[@]}"
+    # 30 s for each container to stop on SIGTERM (a broker's controlled shutdown writes its
+    # clean-shutdown marker; podman-compose's default is 1 s before SIGKILL).
+    compose down -t 30 "${volumes[@]}"
     say "down with $ENGINE${volumes:+ (volumes deleted)}"
     ;;
 esac
