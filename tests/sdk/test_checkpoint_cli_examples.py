@@ -30,7 +30,7 @@ def test_checkpoint_consumer_commits_effects_with_the_checkpoint_and_skips_doubl
     # The keys as `_idk` fields, as a producer writes them where the server has no XADD IDMP
     # (which would drop the double send before any consumer saw it).
     with Producer(url, stream) as producer:
-        producer.send_many([{"v": i, "_idk": k} for i, k in zip(range(1, 6), "abcde")])
+        producer.send_many([{"v": i, "_idk": k} for i, k in zip(range(1, 6), "abcde", strict=True)])
         producer.send_many([{"v": 4, "_idk": "d"}, {"v": 5, "_idk": "e"}])  # double send
         producer.send_many([{"v": 6, "_idk": "f"}])
     store = SQLiteStore(tmp_path / "c.sqlite3")

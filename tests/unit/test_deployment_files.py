@@ -50,7 +50,7 @@ def model() -> dict[str, Any]:
 
 def _brokers(model: dict[str, Any]) -> dict[str, dict[str, Any]]:
     services: dict[str, dict[str, Any]] = model["services"]
-    return {n: s for n, s in services.items() if s.get("image", "").startswith("apache/kafka")}
+    return {n: s for n, s in services.items() if s.get("image", "").startswith("streams-kafka")}
 
 
 def _nodes(model: dict[str, Any]) -> dict[str, dict[str, Any]]:
