@@ -989,7 +989,7 @@ def node_port() -> Iterator[int]:
 
 
 @settings(
-    max_examples=120,
+    max_examples=60,
     deadline=None,
     # No shrinking: every example writes through Kafka, and shrinking one takes minutes. A
     # failure reports the command that differed with the history of the example before it.

@@ -75,6 +75,11 @@ class KafkaSnapshots:
         self.retention.trim(self.bootstrap, self.topic, self.partition)
 
 
+BROKER_WAIT_S = 90.0
+"""How long a starting node waits for its broker's first answer (a JVM broker started at the
+same moment takes 3-10 s, much more on a loaded machine)."""
+
+
 class KafkaLog:
     def __init__(
         self,
@@ -113,7 +118,9 @@ class KafkaLog:
         another cluster is translated by seq at boot (`streams.kafka.clusters`)."""
 
     def prepare(self) -> None:
-        self.cluster_id = cluster_id_of(self.bootstrap)
+        # The first answer of the broker: a node started beside its broker (streams up, a
+        # container, a busy machine) waits for it this long before it gives up.
+        self.cluster_id = cluster_id_of(self.bootstrap, timeout=BROKER_WAIT_S)
         ensure_topics(
             self.bootstrap,
             [self.oplog_topic, self.local_topic, self.snapshot_topic, self.writers_topic],
