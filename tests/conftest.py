@@ -101,4 +101,4 @@ durations pytest prints come only at the end of a run, which may not end."""
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if TIMES_FILE and report.when in ("setup", "call", "teardown"):
         with open(TIMES_FILE, "a") as out:
-            out.write(f"{report.duration:.2f}\t{report.when}\t{report.nodeid}\n")
+            out.write(f"{report.duration:.2f}\t{report.when}\t{report.outcome}\t{report.nodeid}\n")

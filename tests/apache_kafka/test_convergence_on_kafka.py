@@ -24,7 +24,7 @@ def test_a_random_workload_converges_on_kafka_with_two_shards_on_two_processes()
     ) as topo:
         clients = {i: topo.cluster_client(i) for i in (1, 2, 3)}
         stamp = {i: 0 for i in clients}
-        for round_ in range(3):
+        for round_ in range(2):  # r3 kept apart, then everything healed
             _random_workload(clients, rng, 250, stamp)
             topo.sync(regions=[1, 2] if round_ == 0 else None, timeout=120)  # r3 apart, then healed
         digests = {i: topo.client(i).execute_command("CRDT.DIGEST") for i in clients}
