@@ -12,9 +12,12 @@ from topology.local import LocalTopology
 SCENARIOS = load_all()
 
 
-SHAPES = {"one-shard": (1, 1), "4-shards": (4, 1), "4-shards-2-nodes": (4, 2)}
+SHAPES = {"4-shards": (4, 1), "4-shards-2-nodes": (4, 2)}
 """Regions as (shards, node processes): every seed rule is per key, so a sharded region, in one
-process or over two speaking the cluster protocol, must hold every table as one shard does."""
+process or over two speaking the cluster protocol, must hold every table as one shard does.
+One shard per region runs every table in `streams demo` (tests/integration/test_demo_main_job.py)
+and on Apache Kafka with MirrorMaker 2 (tests/apache_kafka/test_seed_tables_on_kafka.py): not
+again here, for CI's time."""
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))
