@@ -55,7 +55,10 @@ READERS = 10
 WRITER_RATE = 3.0
 """Requests a second per writer of r1 (30 a second over the 10)."""
 READ_INTERVAL_S = 0.1
-READ_P99_S = 0.05
+READ_P99_S = 0.1
+"""Reads wait at most 25 ms for a slow batch, then answer from the committed view (p99 ~27 ms
+quiet); 51 ms was seen on a machine running two test suites at once, so the bound leaves room
+while a read that waited for the frozen broker (seconds) still fails it."""
 
 
 @dataclass
