@@ -47,7 +47,11 @@ class Topologies:
                 broker="kafka",
                 mirror="mm2",
             )
-            topo.start()
+            try:
+                topo.start()
+            except BaseException:
+                topo.close()  # what did start (brokers, MirrorMaker 2, nodes) must not outlive it
+                raise
             self.started[id_mode] = topo
         return self.started[id_mode]
 
