@@ -14,15 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 from differential.redis_server import RedisServer
-from differential.test_node_vs_redis_kafka import (
-    Command,
-    Differential,
-    RawClient,
-    Region,
-    Side,
-    _examples,
-    history,
-)
+from differential.test_node_vs_redis_kafka import Command, Region, history, run_example
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -61,21 +53,4 @@ def test_a_region_on_apache_kafka_replies_like_redis_byte_for_byte(
     history: list[Command],
     proto: int,
 ) -> None:
-    region = kafka_region
-    keys = region.keys(next(_examples))
-    port = region.port(keys[0])
-    node_conn, redis_conn = RawClient(port), redis_server.connect()
-    probes = (RawClient(port), redis_server.connect())
-    try:
-        if proto == 3:
-            for conn in (node_conn, redis_conn):
-                assert conn.call([b"HELLO", b"3"]).startswith(b"%")
-        diff = Differential(
-            Side("node", node_conn, probes[0]), Side("redis", redis_conn, probes[1]), keys, proto
-        )
-        for cmd in history:
-            diff.step(cmd)
-    finally:
-        redis_conn.call([b"DEL", *keys])
-        for conn in (node_conn, redis_conn, *probes):
-            conn.close()
+    run_example(kafka_region, redis_server, history, proto)

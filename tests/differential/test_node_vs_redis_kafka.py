@@ -1004,6 +1004,13 @@ def test_node_replies_equal_redis_byte_for_byte(
     proto: int,
 ) -> None:
     """One region of each shape (`SHAPES`) answers like redis-server."""
+    run_example(region, redis_server, history, proto)
+
+
+def run_example(
+    region: Region, redis_server: RedisServer, history: list[Command], proto: int
+) -> None:
+    """One generated history, step by step on both sides (fresh keys of the example's own)."""
     keys = region.keys(next(_examples))
     port = region.port(keys[0])
     node_conn, redis_conn = RawClient(port), redis_server.connect()

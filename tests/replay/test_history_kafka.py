@@ -18,6 +18,7 @@ from typing import Any, cast
 
 import pytest
 
+from replay.raced import raced_orders
 from streams.cli import main
 from topology.local import LocalTopology
 
@@ -29,23 +30,8 @@ def _text(raw: Any) -> str:
 @pytest.fixture(scope="module")
 def raced() -> Iterator[tuple[LocalTopology, dict[str, Any]]]:
     with LocalTopology(regions=3, manual_sync=True, id_mode="strict") as topo:
-        c1, c2, c3 = topo.client(1), topo.client(2), topo.client(3)
-        seen: dict[str, Any] = {}
-        seen["o1"] = _text(c1.xadd("orders", {"id": "1"}))
-        seen["o2"] = _text(c1.xadd("orders", {"id": "2"}))
-        c1.xgroup_create("other", "w", id="0", mkstream=True)
-        topo.sync()
-        c1.xgroup_create("orders", "g", id="0")
-        c1.xreadgroup("g", "alice", {"orders": ">"})
-        c1.xack("orders", "g", seen["o1"])
-        c3.delete("orders")  # r3 saw r1's two orders, nothing else
-        seen["o3"] = _text(c2.xadd("orders", {"id": "3"}))  # concurrent with the DEL
-        topo.sync([1, 2])
-        c1.xgroup_createconsumer("other", "w", "bob")  # r1 has r2's XADD, not the DEL
-        c2.xgroup_create("orders", "h", id="0")  # r2 has not seen the DEL either
-        topo.sync([1, 3])
-        c1.xgroup_createconsumer("other", "w", "carol")  # r1 has the DEL, not r2's create
-        topo.sync()
+        seen: dict[str, Any] = dict(raced_orders(topo))
+        c1 = topo.client(1)
         seen["xrange"] = [(_text(i), f) for i, f in cast(list[Any], c1.xrange("orders"))]
         seen["groups"] = c1.xinfo_groups("orders")
         yield topo, seen

@@ -20,11 +20,11 @@ from collections.abc import Iterator
 from typing import Any, cast
 
 import pytest
+from replay.raced import raced_orders
 
 from streams.cli import main
 from topology.local import LocalTopology
 from ui.browser import chromium
-from ui.raced import raced_orders
 
 pytestmark = [pytest.mark.slow, pytest.mark.kafka]
 

@@ -1,5 +1,6 @@
-"""The key history the `streams ui` tests draw: tests/replay/test_history_kafka.py's DEL racing
-an XADD on three regions, written on a `LocalTopology(regions=3, manual_sync=True)`."""
+"""A key history with a DEL racing an XADD on three regions, written on a
+`LocalTopology(regions=3, manual_sync=True)`: what `streams history` (test_history_kafka.py)
+lists and `streams ui` (tests/ui) draws."""
 
 from __future__ import annotations
 
