@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from apache_kafka.conftest import Topologies
-from apache_kafka.keyspace_driver import KeyspaceDriver
+from keyspace_driver import KeyspaceDriver
 from streams.scenarios import Scenario, load_all
 from streams.scenarios.runner import failures, run
 
