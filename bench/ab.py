@@ -2,6 +2,7 @@
 
     python -m bench.ab --tree /tmp/old --tree . [--rounds 3] [--requests 200000]
                        [--pipelines 1,16] [--regions 1] [--replay 200000]
+    python -m bench.ab --tree . --tree .@STREAMS_EVENT_LOOP=asyncio    (one tree, two settings)
 
 Why: on a shared machine two runs of the same code differ by up to 1.5x, so a gain is only
 shown by running the old commit beside the new one (each tree a checkout, e.g. `git worktree
@@ -15,6 +16,8 @@ Per tree and round, in a process of that tree (`PYTHONPATH` and cwd the tree):
   the start of the run until every other region applied all of r1's ops (CRDT.VECTOR).
 - Replay (`--replay N`): N XADDs over 8 keys in pipelines of 1,000, the node killed and started
   again, N over the time until it answers PING (a full replay, process start included).
+A tree may carry environment settings for its runs after `@` (`PATH@KEY=VALUE,KEY=VALUE`):
+the same code with another setting is then an arm of its own.
 Printed, never asserted.
 """
 
@@ -70,12 +73,26 @@ with LocalTopology(regions=1, manual_sync=False, id_mode="liberal",
 Results = dict[tuple[str, str], list[float]]
 
 
-def run_in(tree: Path, script: str, args: list[str]) -> dict[str, float]:
-    """Run `script` with the code of `tree`; its `RESULT <figure> <value>` lines."""
+def arm(spec: str) -> tuple[Path, dict[str, str]]:
+    """`PATH` or `PATH@KEY=VALUE,...`: the tree and the environment settings of its runs."""
+    path, _, settings = spec.partition("@")
+    env: dict[str, str] = {}
+    for item in filter(None, settings.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"--tree {spec}: expected PATH@KEY=VALUE[,KEY=VALUE...]")
+        env[key] = value
+    return Path(path).resolve(), env
+
+
+def run_in(tree: str, script: str, args: list[str]) -> dict[str, float]:
+    """Run `script` with the code of `tree` (an `arm` spec); its `RESULT <figure> <value>`
+    lines."""
+    path, settings = arm(tree)
     out = subprocess.run(
         [sys.executable, "-c", script, *args],
-        cwd=tree,
-        env={**os.environ, "PYTHONPATH": str(tree)},
+        cwd=path,
+        env={**os.environ, "PYTHONPATH": str(path), **settings},
         capture_output=True,
         text=True,
         timeout=3600,
@@ -96,14 +113,19 @@ def load_average() -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ab", description=__doc__.split("\n")[0])
-    parser.add_argument("--tree", action="append", type=Path, required=True, help="a source tree")
+    parser.add_argument(
+        "--tree",
+        action="append",
+        required=True,
+        help="a source tree, optionally with settings: PATH@KEY=VALUE,...",
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--requests", type=int, default=200_000, help="XADDs per run")
     parser.add_argument("--pipelines", default="1,16", help="redis-benchmark -P values")
     parser.add_argument("--regions", type=int, default=1)
     parser.add_argument("--replay", type=int, default=0, help="entries of the replay figure")
     args = parser.parse_args(argv)
-    trees = [t.resolve() for t in args.tree]
+    trees = [str(arm(t)[0]) + t[len(t.partition("@")[0]) :] for t in args.tree]
     results: Results = {}
     loads: list[float] = []
     for round_ in range(args.rounds):
@@ -121,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def markdown(
-    results: Results, trees: list[Path], args: argparse.Namespace, loads: list[float]
+    results: Results, trees: list[str], args: argparse.Namespace, loads: list[float]
 ) -> str:
     figures = sorted({figure for _tree, figure in results})
     first = str(trees[0])

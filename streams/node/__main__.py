@@ -15,6 +15,7 @@ import logging
 import signal
 import sys
 
+from streams import eventloop
 from streams.config import Topology, format_shard_set, load, parse_shard_set
 from streams.node import metrics
 from streams.node.kafka.presence import LiveWriterError
@@ -262,7 +263,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
-    return asyncio.run(_run(args, auth))
+    try:
+        eventloop.chosen()
+    except eventloop.EventLoopError as exc:
+        parser.error(str(exc))
+    return eventloop.run(_run(args, auth))
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Protocol, cast
 
 from mypy_extensions import mypyc_attr
 
@@ -139,6 +139,28 @@ async def final(reply: Reply | Held) -> Reply:
 Handler = Callable[[Session, list[bytes]], Awaitable[Reply | Held]]
 
 
+class Wire(Protocol):
+    """What the server uses of a stream transport. uvloop's transports (`streams.eventloop`) have
+    asyncio's methods but are no subclass of `asyncio.Transport`, so the server names the
+    methods it needs, not the class."""
+
+    def write(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+    def is_closing(self) -> bool: ...
+
+    def pause_reading(self) -> None: ...
+
+    def resume_reading(self) -> None: ...
+
+    def get_write_buffer_size(self) -> int: ...
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any: ...
+
+
 class _Flow:
     """Pause reading while requests pile up or replies are not being drained.
 
@@ -146,7 +168,7 @@ class _Flow:
     loop waits on it before running the next request.
     """
 
-    def __init__(self, transport: asyncio.Transport) -> None:
+    def __init__(self, transport: Wire) -> None:
         self.transport = transport
         self.queued = 0
         self.write_paused = False
@@ -200,7 +222,7 @@ class RespProtocol(asyncio.Protocol):
         self._requests: deque[list[bytes]] = deque()
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._transport: asyncio.Transport | None = None
+        self._transport: Wire | None = None
         self._flow: _Flow | None = None
         self._lost = False
         self._outbox: deque[tuple[bytes, Until | None]] = deque()
@@ -215,18 +237,18 @@ class RespProtocol(asyncio.Protocol):
     # --- asyncio.Protocol ------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        wire = cast(Wire, transport)  # a stream transport: asyncio's or uvloop's
+        self._transport = wire
         if not self._connections.admit(self):
             self._lost = True
-            transport.write(MAX_CLIENTS_TEXT)
-            transport.close()
+            wire.write(MAX_CLIENTS_TEXT)
+            wire.close()
             return
         self.session.authenticated = not self._limits.auth_required
         self._parser.gated = not self.session.authenticated
-        self._flow = _Flow(transport)
-        self.session.addr = _host_port(transport.get_extra_info("peername"))
-        self.session.laddr = _host_port(transport.get_extra_info("sockname"))
+        self._flow = _Flow(wire)
+        self.session.addr = _host_port(wire.get_extra_info("peername"))
+        self.session.laddr = _host_port(wire.get_extra_info("sockname"))
         loop = asyncio.get_running_loop()
         self.session.lost = loop.create_future()
         self._task = loop.create_task(self._serve())

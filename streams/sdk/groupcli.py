@@ -13,13 +13,12 @@ Exit status (`streams.exits`): 0 shown, 3 no such stream or group, 4 endpoint un
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
 import redis
 
-from streams import exits
+from streams import eventloop, exits
 from streams.sdk.endpoints import Endpoint, make_client, normalize, region_name
 from streams.sdk.errors import SdkError
 
@@ -61,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"streams group: {exc}", file=sys.stderr)
         return exits.USAGE
     dead_letter = args.dead_letter or f"{args.stream}:dead"
-    return asyncio.run(_run(url, args.stream, args.group, dead_letter))
+    return eventloop.run(_run(url, args.stream, args.group, dead_letter))
 
 
 async def _run(url: str, stream: str, group: str, dead_letter: str) -> int:

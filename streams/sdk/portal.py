@@ -15,6 +15,8 @@ from collections.abc import Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from streams import eventloop
+
 T = TypeVar("T")
 
 
@@ -28,7 +30,7 @@ class Portal:
     def _start(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._loop is None:
-                loop = asyncio.new_event_loop()
+                loop = eventloop.new_loop()
                 ready = threading.Event()
 
                 def serve() -> None:

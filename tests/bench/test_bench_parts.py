@@ -107,8 +107,11 @@ def test_ab_reads_a_trees_results_and_compares_each_round_with_the_first_tree(
     figure the median, the range and the median of the per-round ratios to the first tree."""
     (tmp_path / "marker.py").write_text("NAME = 'the tree'\n")
     script = "import marker\nprint('RESULT', 'xadd P16', 10.0)\nprint('noise')\n"
-    assert ab.run_in(tmp_path, script, []) == {"xadd P16": 10.0}
-    old, new = Path("/old"), Path("/new")
+    assert ab.run_in(str(tmp_path), script, []) == {"xadd P16": 10.0}
+    # settings after @ reach the tree's runs: the same code is another arm
+    script = "import os\nprint('RESULT', 'loop', len(os.environ['STREAMS_EVENT_LOOP']))\n"
+    assert ab.run_in(f"{tmp_path}@STREAMS_EVENT_LOOP=asyncio", script, []) == {"loop": 7.0}
+    old, new = "/old", "/new"
     results = {
         (str(old), "xadd P16"): [100.0, 200.0, 100.0],
         (str(new), "xadd P16"): [150.0, 300.0, 250.0],
