@@ -5,9 +5,9 @@ MirrorMaker 2 (the stack users deploy), as on the embedded stack
 from __future__ import annotations
 
 import pytest
+from keyspace_driver import KeyspaceDriver
 
 from apache_kafka.conftest import Topologies
-from keyspace_driver import KeyspaceDriver
 from streams.scenarios import Scenario, load_all
 from streams.scenarios.runner import failures, run
 

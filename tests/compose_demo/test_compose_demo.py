@@ -154,9 +154,8 @@ def _local_key(port: int, prefix: str) -> str:
         try:
             client.xlen(key)
             return key
-        except redis.ResponseError as e:
-            if not str(e).startswith("MOVED"):
-                raise
+        except redis.exceptions.MovedError:  # redis-py's reply error for MOVED
+            continue
     raise AssertionError(f"no key of node {port} among 1000 tries")
 
 
