@@ -223,7 +223,16 @@ case "$cmd" in
     say "running the SDK demo with $ENGINE"
     if [ "$ENGINE" = podman ]; then
       export STREAMS_KAFKA_BASE=$BASE_IMAGE STREAMS_NODE_BASE=$BASE_IMAGE
-      compose run --rm --no-deps demo
+      # podman-compose 1.0's `run` exits 0 whatever the container's exit code (it prints
+      # "exit code: N"): run it detached under a name, follow its output, take its code from
+      # `podman wait`.
+      name="streams-demo-$$"
+      podman rm -f "$name" >/dev/null 2>&1 || true
+      compose run -d --no-deps --name "$name" demo >/dev/null
+      podman logs -f "$name" || true
+      code=$(podman wait "$name")
+      podman rm -f "$name" >/dev/null 2>&1 || true
+      [ "$code" = 0 ] || die "the demo exited with $code"
     else
       compose run --rm demo
     fi

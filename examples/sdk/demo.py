@@ -26,6 +26,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
@@ -39,7 +40,16 @@ def wait_until_up(urls: list[str], timeout_s: float) -> None:
     for url in urls:
         _ping(url, deadline, timeout_s)
         for host, port in _cluster_nodes(url):
-            _ping(f"redis://{host}:{port}", deadline, timeout_s)
+            _ping(_at(url, host, port), deadline, timeout_s)
+
+
+def _at(url: str, host: str, port: int) -> str:
+    """`url` pointed at another node of its region: same scheme, password and options (the
+    nodes of a region share them), another host and port."""
+    parts = urlsplit(url)
+    credentials = parts.netloc.rpartition("@")[0]
+    netloc = f"{credentials}@{host}:{port}" if credentials else f"{host}:{port}"
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _ping(url: str, deadline: float, timeout_s: float) -> None:
@@ -49,6 +59,8 @@ def _ping(url: str, deadline: float, timeout_s: float) -> None:
             try:
                 client.ping()
                 return
+            except redis.AuthenticationError as exc:  # it answered: a wrong password is fatal
+                raise SystemExit(f"demo: {url}: {exc}") from None
             except redis.ConnectionError:
                 if time.monotonic() > deadline:
                     raise SystemExit(f"demo: {url} did not answer in {timeout_s} s") from None

@@ -210,6 +210,17 @@ def test_an_xadd_in_r1_is_read_in_r2_and_r3(demo: Demo) -> None:
 def test_the_demo_service_passes(demo: Demo) -> None:
     out = demo.run_ok("demo")
     assert "podman" in out
+    assert "1000 entries from producers in r1 and r2" in out and "0 missing, 0 duplicates" in out
+
+
+def test_a_failing_demo_fails_the_script(demo: Demo) -> None:
+    """The script's exit code is the demo's (podman-compose 1.0's `run` exits 0 regardless)."""
+    wrong = dict(demo.env, STREAMS_PASSWORD="not-the-password")
+    result = subprocess.run(
+        ["bash", str(SCRIPT), "demo"], env=wrong, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode != 0
+    assert "invalid username-password pair" in result.stdout + result.stderr
 
 
 def test_a_node_killed_in_its_container_comes_back_by_its_restart_policy(demo: Demo) -> None:
