@@ -16,6 +16,7 @@ from streams import exits, importer
 from streams.cluster.layout import slot_runs
 from streams.config import NodeConfig, RegionConfig, Topology, TopologyError, format_shard_set, load
 from streams.ids import IdMode
+from streams.node.kafka import retention_cli
 from streams.pipeline import verbs as sparkcli
 from streams.replay import kafka_connect
 from streams.replay.arguments import register as register_replay_verbs
@@ -296,7 +297,9 @@ def _print_scenario(scenario: Scenario, outcomes: list[Outcome]) -> int:
 
 # --- not built yet ----------------------------------------------------------------------------
 
-NOT_BUILT: dict[str, str] = {}
+NOT_BUILT: dict[str, str] = {
+    "region": "regions joining or leaving a running topology (issue 37, parts B and C)"
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -445,9 +448,11 @@ def _main(argv: list[str] | None) -> int:
     groupcli.add_parser(sub)
     sparkcli.add_parser(sub)
     importer.add_parser(sub)
+    retention_cli.add_parser(sub, STATE_DIR)
 
     for name, what in NOT_BUILT.items():
-        sub.add_parser(name, help=f"not built yet: {what}")
+        unbuilt = sub.add_parser(name, help=f"not built yet: {what}")
+        unbuilt.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
     args = parser.parse_args(argv)
     kafka_connect.configure(args.verbose, getattr(args, "topology", None))
@@ -459,6 +464,8 @@ def _main(argv: list[str] | None) -> int:
         return sparkcli.run(args)
     if args.command == "import":
         return importer.run(args)
+    if args.command == "retention":
+        return retention_cli.run(args)
     if args.command == "up":
         return _up(args)
     if args.command == "status":

@@ -38,6 +38,8 @@ from redis.cluster import ClusterNode, RedisCluster
 
 from streams.cluster.layout import spread
 from streams.config import MAX_SHARDS, NodeConfig, RegionConfig, Topology, dumps
+from streams.config.retention import parse_retention
+from streams.node.kafka import log_retention
 from topology.brokers import BROKERS, Broker, BrokerHost, make_broker, restartable
 from topology.datadir import DataDirLock, in_parallel
 from topology.mirror import MirrorSet
@@ -73,6 +75,7 @@ class LocalTopology(NodeProcesses):
         broker: str = "tansu",
         mirror: str = "embedded",
         broker_hosts: dict[int, BrokerHost] | None = None,
+        retention: dict[str, int] | None = None,
     ) -> None:
         """`external`: run nodes and mirrors for an existing topology (its own Kafka clusters)
         instead of starting embedded brokers (its file decides shards and nodes); `port_base`:
@@ -89,8 +92,11 @@ class LocalTopology(NodeProcesses):
         on it
         is refused with `DataDirInUse`). `broker`: "tansu" or "kafka" (`topology.brokers`);
         `mirror`: "embedded" or "mm2" (`topology.replication`); `broker_hosts`: per region, a
-        network namespace and address to run its (Apache Kafka) broker on."""
+        network namespace and address to run its (Apache Kafka) broker on. `retention`: the
+        topology file's `[retention]` table (`{"snapshots": N, "tail_seconds": S}`,
+        `streams.config.retention`), applied by `apply_retention()`."""
         self.broker_hosts = dict(broker_hosts or {})
+        self.retention = None if retention is None else parse_retention(retention)
         if broker not in BROKERS:
             raise ValueError(f"broker must be one of {', '.join(BROKERS)}, not {broker!r}")
         if mirror not in MIRRORS:
@@ -260,6 +266,7 @@ class LocalTopology(NodeProcesses):
             ),
             mirror_naming=self.mirror_naming,
             shards=self.shards,
+            retention=self.retention,
         )
 
     def crash(self) -> None:
@@ -297,6 +304,24 @@ class LocalTopology(NodeProcesses):
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     # --- the stable surface ----------------------------------------------------------------------
+
+    def apply_retention(self) -> log_retention.Report:
+        """Delete what the `retention` policy lets go from every op log now (as `streams
+        retention apply` does); ValueError without a policy."""
+        assert self.topology is not None, "start the topology first"
+        return log_retention.apply(self.topology)
+
+    def remove_region(self, i: int) -> None:
+        """Not built (issue 37, part B): refused rather than half done."""
+        raise NotImplementedError(
+            f"removing region {i} from a running topology is not built yet (issue 37, part B)"
+        )
+
+    def add_region(self) -> int:
+        """Not built (issue 37, part C): refused rather than half done."""
+        raise NotImplementedError(
+            "adding a region to a running topology is not built yet (issue 37, part C)"
+        )
 
     def client(self, i: int) -> redis.Redis:
         """A redis-py client for region i (1-based), RESP2, bytes replies, on its first node

@@ -16,6 +16,7 @@ from streams.config.nodes import (
     format_shard_set,
     parse_shard_set,
 )
+from streams.config.retention import parse_retention, retention_lines
 from streams.config.topology import (
     DEFAULT_BIND,
     OPTIONAL_NODE_KEYS,
@@ -51,11 +52,11 @@ def load(path: str | Path) -> Topology:
 
 
 def _from_document(doc: dict[str, Any]) -> Topology:
-    unknown = sorted(set(doc) - {"topology", "region"})
+    unknown = sorted(set(doc) - {"topology", "region", "retention"})
     if unknown:
         raise TopologyError(
             f"unknown top-level key(s) {', '.join(map(repr, unknown))}:"
-            " expected a [topology] table and [[region]] tables"
+            " expected a [topology] table, [[region]] tables and an optional [retention] table"
         )
     head = doc.get("topology", {})
     if not isinstance(head, dict):
@@ -79,6 +80,7 @@ def _from_document(doc: dict[str, Any]) -> Topology:
         shards=shards,
         replication_factor=head.get("replication_factor"),
         min_insync_replicas=head.get("min_insync_replicas"),
+        retention=parse_retention(doc.get("retention")),
     )
 
 
@@ -207,6 +209,7 @@ def dumps(topology: Topology) -> str:
                 f"shards = {_toml_string(format_shard_set(node.shards))}",
                 *([f"announce = {_toml_string(node.announce)}"] if node.announce else []),
             ]
+    lines += retention_lines(topology.retention)
     return "\n".join(lines) + "\n"
 
 

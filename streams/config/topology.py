@@ -64,6 +64,7 @@ from streams.config.nodes import (
     is_int,
     parse_shard_set,
 )
+from streams.config.retention import RetentionPolicy
 
 __all__ = [
     "MAX_SHARDS",
@@ -266,6 +267,8 @@ class Topology:
     """Replicas of each topic a node creates; None: the broker's default.replication.factor."""
     min_insync_replicas: int | None = None
     """The created topics' min.insync.replicas; None: the broker's."""
+    retention: RetentionPolicy | None = None
+    """The `[retention]` table (`streams.config.retention`); None: op logs keep everything."""
     _by_name: dict[str, RegionConfig] = field(init=False, repr=False, compare=False)
     _by_id: dict[int, RegionConfig] = field(init=False, repr=False, compare=False)
 

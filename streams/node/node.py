@@ -154,6 +154,7 @@ class RegionNode:
             regions={r.id: r.name for r in topology.regions},
             replication=Replication(topology.replication_factor, topology.min_insync_replicas),
             keys={r.id: bytes.fromhex(r.signing_key) for r in topology.regions if r.signing_key},
+            snapshots_kept=topology.retention.snapshots if topology.retention else 1,
         )
         self.presence: Presence | None = None
         """Announcements and takeover watch (`streams.node.kafka.presence`); on Kafka only."""
