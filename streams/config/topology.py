@@ -39,6 +39,10 @@ silently never converge or keys that no node serves.
     announce = "10.0.0.7"          # optional: the host clients reach it at (CLUSTER SLOTS, MOVED),
                                    # as Redis's cluster-announce-ip; default: bind
 
+    [retention]                    # optional (streams/config/retention.py): what
+    snapshots = 3                  # `streams retention apply` may delete from the op logs
+    tail_seconds = 3600
+
 A region without `[[region.node]]` tables runs one node owning every shard on the region's
 `resp_port` (the format before shards existed, which stays valid and is written back unchanged).
 With node tables, every shard 0..S-1 belongs to exactly one node of the region, the nodes are

@@ -30,7 +30,7 @@ from streams.crdt import ops
 from streams.crdt.fold import Fold, Observer, Record
 from streams.crdt.region import Region
 from streams.ids import IdMode
-from streams.kafka import clusters
+from streams.kafka import clusters, retention
 from streams.kafka.gate import RecordRefused, Refusal
 from streams.kafka.records import Admission, Admitted, Skip, Trust
 from streams.progress import Progress
@@ -59,6 +59,11 @@ only when a record is skipped)."""
 
 class SnapshotPastError(PositionError):
     """The position asked for lies before the snapshot's (refold from the start instead)."""
+
+
+class TruncatedError(PositionError):
+    """The replay would start before a log's first record still held: the retention policy
+    deleted what it needs (`streams.kafka.retention`); the text says what it cannot show."""
 
 
 class CorruptError(RuntimeError):
@@ -170,6 +175,25 @@ def _cuts(req: Request, logs: Logs, starts: dict[int, Start]) -> dict[int, Cut] 
                     f"={seq} > {cut.get(origin, 0)}{_in_shard(logs, shard)})"
                 )
     return cuts
+
+
+def _check_reaches(req: Request, topics: list[str], starts: dict[int, Start]) -> None:
+    """Refuse a replay that would start before what a log still holds (records deleted by the
+    retention policy), saying what it cannot show, rather than fold a state with ops missing."""
+    begin = {(t, s): start.positions.get((t, s), 0) for t in topics for s, start in starts.items()}
+    lows = reader.low_watermarks(req.bootstrap, list(begin))
+    for (topic, shard), low in sorted(lows.items()):
+        start = begin[(topic, shard)]
+        if retention.reaches(low, start):
+            continue
+        source = "the snapshot's position" if starts[shard].positions else "the beginning"
+        raise TruncatedError(
+            f"{topic} partition {shard} now starts at offset {low}: the records before it were"
+            f" deleted by the retention policy, and this replay starts at offset {start}"
+            f" ({source}), so it cannot show the ops of those {low - start} offsets nor any"
+            " state before them; replay from a snapshot at or past them (--snapshot FILE:"
+            " `streams snapshot` writes one; the region's nodes keep theirs in <region>.snapshot)"
+        )
 
 
 def _stops(req: Request, logs: Logs, starts: dict[int, Start]) -> dict[Partition, int]:
@@ -315,6 +339,7 @@ def replay(req: Request) -> Replayed:
         }
         return reader.read(req.bootstrap, begin, sink, stops=stops, headers=bool(trust.keys))
 
+    _check_reaches(req, [logs.local, *logs.oplogs], starts)
     try:
         ended = read_from([logs.local])
         ended.update(read_from(logs.oplogs))
