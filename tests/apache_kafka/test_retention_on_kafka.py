@@ -119,6 +119,17 @@ def test_replay_of_a_truncated_range_says_what_it_cannot_show(
     assert "cannot show the ops of those" in err
 
 
+def test_the_spark_jobs_folding_from_the_beginning_refuse_a_truncated_log(
+    topo: LocalTopology,
+) -> None:
+    from streams.pipeline import kafka_io
+
+    with kafka_io.planning(topo.bootstrap[1], "retention-test") as (opts, consumer):
+        tps = kafka_io.partitions_of(opts, consumer)
+        with pytest.raises(kafka_io.SourceError, match="deleted by the retention policy"):
+            kafka_io.refuse_truncated(consumer, tps, "snapshot")
+
+
 def test_a_node_whose_snapshots_are_gone_refuses_to_start_and_says_why(
     topo: LocalTopology,
 ) -> None:

@@ -101,3 +101,23 @@ def test_a_topology_object_takes_a_policy() -> None:
     policy = RetentionPolicy(snapshots=2, tail_seconds=0)
     topology = Topology(base.regions, retention=policy)
     assert loads(dumps(topology)).retention == policy
+
+
+def test_the_command_refuses_a_bad_retention_table_in_one_line(
+    tmp_path: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pathlib import Path
+
+    from streams.cli import main
+
+    assert isinstance(tmp_path, Path)
+    path = tmp_path / "t.toml"
+    path.write_text(HEAD + '\n[retention]\nsnapshots = 2\ntail_seconds = "1h"\n')
+    assert main(["retention", "apply", "--topology", str(path)]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "field 'tail_seconds' must be an integer >= 0" in err
+    path.write_text(HEAD)
+    assert main(["retention", "apply", "--topology", str(path)]) == 3
+    assert "has no [retention] table" in capsys.readouterr().err
+    assert main(["region", "remove", "r2", "--force"]) == 64
+    assert "not built yet" in capsys.readouterr().err
