@@ -101,6 +101,24 @@ def low_watermarks(
     return lows
 
 
+class Truncated(ReadError):
+    """A read would start before a partition's first record still held (the retention policy
+    deleted the records before it)."""
+
+
+def refuse_truncated(bootstrap: str, starts: Mapping[Partition, int], why: str) -> None:
+    """Raise `Truncated` naming the first partition whose start retention deleted: `why` says
+    what the read is for and what cannot be done without those records."""
+    lows = low_watermarks(bootstrap, starts)
+    for part in sorted(starts):
+        if lows.get(part, 0) > starts[part]:
+            raise Truncated(
+                f"{part[0]} partition {part[1]} on {bootstrap} now starts at offset"
+                f" {lows[part]}: the records before it were deleted by the retention policy,"
+                f" and {why} needs them from offset {starts[part]}"
+            )
+
+
 def list_topics(bootstrap: str, timeout: float = 10.0) -> list[str]:
     return list(partition_counts(bootstrap, timeout))
 

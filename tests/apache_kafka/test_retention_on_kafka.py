@@ -106,17 +106,38 @@ def test_a_node_killed_and_started_again_serves_with_the_same_digest(topo: Local
     client.xadd("after", {"f": "v"})  # and takes writes again
     topo.sync()
     assert topo.client(2).xlen("after") == 1
+    assert client.execute_command("CRDT.DIGEST") == topo.client(2).execute_command("CRDT.DIGEST")
 
 
-def test_replay_of_a_truncated_range_says_what_it_cannot_show(
+def test_replay_starts_from_a_stored_snapshot_and_says_what_it_cannot_show(
     topo: LocalTopology, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = streams_main(["replay", "--bootstrap", topo.bootstrap[1], "--region", "r1", "--digest"])
+    b1 = topo.bootstrap[1]
+    digest = topo.client(1).execute_command("CRDT.DIGEST").decode()
+    # The logs no longer reach the beginning: the replay starts from r1's stored snapshot.
+    assert streams_main(["replay", "--bootstrap", b1, "--region", "r1", "--digest"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == digest
+    assert "replayed from snapshot" in err and "r1.snapshot" in err
+    # A position before every stored snapshot: what it cannot show is said, exit 3.
+    at = "r1=100,r2=100"
+    assert streams_main(["replay", "--bootstrap", b1, "--region", "r1", "--at", at]) == 3
     err = capsys.readouterr().err
     print(err)
-    assert code == 3
     assert "deleted by the retention policy" in err
     assert "cannot show the ops of those" in err
+    # history must see every op of a key: refused the same way.
+    assert streams_main(["history", "--bootstrap", b1, "--region", "r1", "s1"]) == 3
+    assert "deleted by the retention policy" in capsys.readouterr().err
+    # diff folds both clusters from the beginning: refused, naming the log.
+    b2 = topo.bootstrap[2]
+    diff = ["diff", "--bootstrap", b1, "--bootstrap", b2, "--region", "r1", "--region", "r2"]
+    assert streams_main(diff) == 3
+    err = capsys.readouterr().err
+    assert "deleted by the retention policy" in err and "streams diff" in err
+    # a listing of a log from 0 says where it now starts
+    assert streams_main(["log", "--bootstrap", b1, "--topic", "r1.oplog"]) == 0
+    assert "starts at offset" in capsys.readouterr().err
 
 
 def test_the_spark_jobs_folding_from_the_beginning_refuse_a_truncated_log(

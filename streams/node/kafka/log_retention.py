@@ -33,6 +33,7 @@ from streams.config.retention import RetentionPolicy
 from streams.crdt.ops import Op
 from streams.kafka import clusters, retention
 from streams.kafka.reading import consumer_config
+from streams.kafka.snapshot_chunks import read_complete
 from streams.kafka.topics import (
     cluster_id_of,
     is_oplog_topic,
@@ -40,7 +41,6 @@ from streams.kafka.topics import (
     oplog_topic,
     snapshot_topic,
 )
-from streams.node.kafka.snapshots import read_complete
 from streams.ops.pack import decode_all
 from streams.snapshot import SnapshotError, SnapshotHeader, read_header
 
