@@ -40,6 +40,7 @@ from streams.cluster.layout import spread
 from streams.config import MAX_SHARDS, NodeConfig, RegionConfig, Topology, dumps
 from streams.config.retention import parse_retention
 from streams.node.kafka import log_retention
+from topology import regions as region_changes
 from topology.brokers import BROKERS, Broker, BrokerHost, make_broker, restartable
 from topology.datadir import DataDirLock, in_parallel
 from topology.mirror import MirrorSet
@@ -150,6 +151,8 @@ class LocalTopology(NodeProcesses):
         self.metrics_ports: dict[int, int] = {}
         self.node_metrics_ports: dict[int, list[int]] = {}
         self._broker_failure: BaseException | None = None
+        self.removed: dict[int, str] = {}
+        """Regions removed while the topology ran (`remove_region`): id -> name."""
         self.timings: dict[str, float] = {}
         """How long `start` took to have the brokers, the nodes and the mirrors up (seconds)."""
 
@@ -311,11 +314,12 @@ class LocalTopology(NodeProcesses):
         assert self.topology is not None, "start the topology first"
         return log_retention.apply(self.topology)
 
-    def remove_region(self, i: int) -> None:
-        """Not built (issue 37, part B): refused rather than half done."""
-        raise NotImplementedError(
-            f"removing region {i} from a running topology is not built yet (issue 37, part B)"
-        )
+    def remove_region(self, i: int, force: bool = False) -> None:
+        """Region i leaves while the others serve (`topology.regions`): its nodes stop, its ops
+        reach every other region (unless `force`), the topology file lists it as removed (the
+        nodes stop waiting for it in causal stability), its mirrors and broker stop. Its id and
+        name are never used again."""
+        region_changes.remove_region(self, i, force)
 
     def add_region(self) -> int:
         """Not built (issue 37, part C): refused rather than half done."""

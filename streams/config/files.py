@@ -25,6 +25,7 @@ from streams.config.topology import (
     REQUIRED_REGION_KEYS,
     TOPOLOGY_KEYS,
     RegionConfig,
+    RemovedRegion,
     Topology,
 )
 
@@ -52,7 +53,7 @@ def load(path: str | Path) -> Topology:
 
 
 def _from_document(doc: dict[str, Any]) -> Topology:
-    unknown = sorted(set(doc) - {"topology", "region", "retention"})
+    unknown = sorted(set(doc) - {"topology", "region", "retention", "removed"})
     if unknown:
         raise TopologyError(
             f"unknown top-level key(s) {', '.join(map(repr, unknown))}:"
@@ -81,7 +82,21 @@ def _from_document(doc: dict[str, Any]) -> Topology:
         replication_factor=head.get("replication_factor"),
         min_insync_replicas=head.get("min_insync_replicas"),
         retention=parse_retention(doc.get("retention")),
+        removed=_removed(doc.get("removed", [])),
     )
+
+
+def _removed(raw: object) -> tuple[RemovedRegion, ...]:
+    """The `[[removed]]` tables: regions that left, by name and id."""
+    if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
+        raise TopologyError("'removed' must be an array of tables: write [[removed]]")
+    out = []
+    for table in raw:
+        unknown = sorted(set(table) - {"name", "id"})
+        if unknown or "name" not in table or "id" not in table:
+            raise TopologyError("[[removed]]: exactly the fields 'name' and 'id'")
+        out.append(RemovedRegion(table["name"], table["id"]))
+    return tuple(out)
 
 
 def _region(raw: object, index: int, shards: int) -> RegionConfig:
@@ -210,6 +225,8 @@ def dumps(topology: Topology) -> str:
                 *([f"announce = {_toml_string(node.announce)}"] if node.announce else []),
             ]
     lines += retention_lines(topology.retention)
+    for gone in topology.removed:
+        lines += ["", "[[removed]]", f"name = {_toml_string(gone.name)}", f"id = {gone.id}"]
     return "\n".join(lines) + "\n"
 
 

@@ -74,6 +74,7 @@ __all__ = [
     "MAX_SHARDS",
     "NodeConfig",
     "RegionConfig",
+    "RemovedRegion",
     "Topology",
     "TopologyError",
     "format_shard_set",
@@ -261,6 +262,26 @@ class RegionConfig:
 
 
 @dataclass(frozen=True)
+class RemovedRegion:
+    """A region that left the topology (`streams region remove`): its id and name are never
+    used again, and the records it wrote before leaving stay valid (the record gate still knows
+    its origin)."""
+
+    name: str
+    id: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
+            raise TopologyError(
+                f"[[removed]]: field 'name' must be a region name, got {self.name!r}"
+            )
+        if not is_int(self.id) or not 1 <= self.id <= 255:
+            raise TopologyError(
+                f"[[removed]]: field 'id' must be an integer in 1..255, got {self.id!r}"
+            )
+
+
+@dataclass(frozen=True)
 class Topology:
     """All regions of a deployment, the mirror naming policy and the shard count they share."""
 
@@ -273,6 +294,8 @@ class Topology:
     """The created topics' min.insync.replicas; None: the broker's."""
     retention: RetentionPolicy | None = None
     """The `[retention]` table (`streams.config.retention`); None: op logs keep everything."""
+    removed: tuple[RemovedRegion, ...] = ()
+    """Regions that left (`[[removed]]` tables): never reused, their old records still valid."""
     _by_name: dict[str, RegionConfig] = field(init=False, repr=False, compare=False)
     _by_id: dict[int, RegionConfig] = field(init=False, repr=False, compare=False)
 
@@ -313,6 +336,18 @@ class Topology:
             by_name[region.name] = region
             by_id[region.id] = region
             alias_home.setdefault(region.alias, region)
+        object.__setattr__(self, "removed", tuple(self.removed))
+        for gone in self.removed:
+            if not isinstance(gone, RemovedRegion):
+                raise TopologyError(f"removed must be RemovedRegion objects, got {gone!r}")
+            clash = by_id.get(gone.id) or by_name.get(gone.name)
+            if clash is not None:
+                raise TopologyError(
+                    f"region {clash.name!r} (id {clash.id}): region {gone.name!r} (id {gone.id})"
+                    " was removed from this topology (streams region remove), and a removed"
+                    " region's id and name are never used again: give the region a new name and"
+                    " an id no region ever had"
+                )
         object.__setattr__(self, "_by_name", by_name)
         object.__setattr__(self, "_by_id", by_id)
 
@@ -324,9 +359,33 @@ class Topology:
         try:
             return self._by_name[name]
         except KeyError:
+            if any(gone.name == name for gone in self.removed):
+                raise KeyError(
+                    f"region {name!r} was removed from the topology (streams region remove):"
+                    f" it cannot come back under its name or id (regions: {', '.join(self.names)})"
+                ) from None
             raise KeyError(
                 f"no region named {name!r} in the topology (regions: {', '.join(self.names)})"
             ) from None
+
+    @property
+    def origins(self) -> dict[int, str]:
+        """Every region id that ever wrote to this topology -> its name: the current regions
+        and the removed ones (their records stay valid)."""
+        out = {gone.id: gone.name for gone in self.removed}
+        out.update({region.id: region.name for region in self.regions})
+        return out
+
+    def without(self, name: str) -> Topology:
+        """This topology with region `name` removed (kept under `removed`, never reused)."""
+        gone = self.region(name)
+        if len(self.regions) == 1:
+            raise TopologyError(f"region {name!r} is the only region: it cannot be removed")
+        return dataclasses.replace(
+            self,
+            regions=tuple(r for r in self.regions if r.name != name),
+            removed=(*self.removed, RemovedRegion(gone.name, gone.id)),
+        )
 
     def by_id(self, region_id: int) -> RegionConfig:
         try:
