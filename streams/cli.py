@@ -12,7 +12,7 @@ from typing import Any
 
 import redis
 
-from streams import exits, importer
+from streams import exits, importer, regioncli
 from streams.cluster.layout import slot_runs
 from streams.config import NodeConfig, RegionConfig, Topology, TopologyError, format_shard_set, load
 from streams.ids import IdMode
@@ -194,6 +194,8 @@ def _status(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return code
+    removed = ", ".join(g.name for g in topology.removed)
+    print(f"regions: {', '.join(topology.names)}" + (f" (removed: {removed})" if removed else ""))
     for cfg, node, flat in answers:
         name = _node_name(cfg, node)
         if isinstance(flat, redis.RedisError):
@@ -297,9 +299,7 @@ def _print_scenario(scenario: Scenario, outcomes: list[Outcome]) -> int:
 
 # --- not built yet ----------------------------------------------------------------------------
 
-NOT_BUILT: dict[str, str] = {
-    "region": "regions joining or leaving a running topology (issue 37, parts B and C)"
-}
+NOT_BUILT: dict[str, str] = {}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -449,6 +449,7 @@ def _main(argv: list[str] | None) -> int:
     sparkcli.add_parser(sub)
     importer.add_parser(sub)
     retention_cli.add_parser(sub, STATE_DIR)
+    regioncli.add_parser(sub, STATE_DIR)
 
     for name, what in NOT_BUILT.items():
         unbuilt = sub.add_parser(name, help=f"not built yet: {what}")
@@ -466,6 +467,8 @@ def _main(argv: list[str] | None) -> int:
         return importer.run(args)
     if args.command == "retention":
         return retention_cli.run(args)
+    if args.command == "region":
+        return regioncli.run(args)
     if args.command == "up":
         return _up(args)
     if args.command == "status":

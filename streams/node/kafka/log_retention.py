@@ -85,7 +85,7 @@ def anchors(topology: Topology, policy: RetentionPolicy) -> dict[tuple[str, int]
     (of this region, its positions of this cluster)."""
     out: dict[tuple[str, int], SnapshotHeader] = {}
     for region in topology.regions:
-        here = cluster_id_of(region.bootstrap, timeout=TIMEOUT_S)
+        here = cluster_id_of(region.bootstrap, timeout=5.0)
         for shard in range(topology.shards):
             kept = read_complete(
                 region.bootstrap,

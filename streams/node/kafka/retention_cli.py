@@ -16,6 +16,7 @@ from confluent_kafka import KafkaException
 
 from streams import exits
 from streams.config import TopologyError, load
+from streams.kafka.topics import TopicError
 from streams.node.kafka import log_retention
 
 
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"streams retention: {path}: {exc}", file=sys.stderr)
         return exits.UNRESOLVED
-    except KafkaException as exc:
+    except (KafkaException, TopicError, TimeoutError) as exc:
         print(f"streams retention: a broker did not answer: {exc}", file=sys.stderr)
         return exits.UNREACHABLE
     for trim in report.trims:
