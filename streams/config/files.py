@@ -92,10 +92,10 @@ def _removed(raw: object) -> tuple[RemovedRegion, ...]:
         raise TopologyError("'removed' must be an array of tables: write [[removed]]")
     out = []
     for table in raw:
-        unknown = sorted(set(table) - {"name", "id"})
+        unknown = sorted(set(table) - {"name", "id", "signing_key"})
         if unknown or "name" not in table or "id" not in table:
-            raise TopologyError("[[removed]]: exactly the fields 'name' and 'id'")
-        out.append(RemovedRegion(table["name"], table["id"]))
+            raise TopologyError("[[removed]]: the fields 'name', 'id' (and 'signing_key')")
+        out.append(RemovedRegion(table["name"], table["id"], table.get("signing_key", "")))
     return tuple(out)
 
 
@@ -227,6 +227,8 @@ def dumps(topology: Topology) -> str:
     lines += retention_lines(topology.retention)
     for gone in topology.removed:
         lines += ["", "[[removed]]", f"name = {_toml_string(gone.name)}", f"id = {gone.id}"]
+        if gone.signing_key:
+            lines.append(f"signing_key = {_toml_string(gone.signing_key)}")
     return "\n".join(lines) + "\n"
 
 

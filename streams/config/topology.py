@@ -269,8 +269,15 @@ class RemovedRegion:
 
     name: str
     id: int
+    signing_key: str = ""
+    """Its records' key, still checked: a removed region's old records stay signed, and a
+    forged one under its origin is still refused."""
 
     def __post_init__(self) -> None:
+        if not isinstance(self.signing_key, str) or (
+            self.signing_key and not _signing_key_ok(self.signing_key)
+        ):
+            raise TopologyError("[[removed]]: field 'signing_key' must be at least 32 hex digits")
         if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
             raise TopologyError(
                 f"[[removed]]: field 'name' must be a region name, got {self.name!r}"
@@ -376,6 +383,11 @@ class Topology:
         out.update({region.id: region.name for region in self.regions})
         return out
 
+    @property
+    def signers(self) -> list[RegionConfig | RemovedRegion]:
+        """Every region that ever wrote here, current and removed (for the record gate)."""
+        return [*self.regions, *self.removed]
+
     def without(self, name: str) -> Topology:
         """This topology with region `name` removed (kept under `removed`, never reused)."""
         gone = self.region(name)
@@ -384,7 +396,7 @@ class Topology:
         return dataclasses.replace(
             self,
             regions=tuple(r for r in self.regions if r.name != name),
-            removed=(*self.removed, RemovedRegion(gone.name, gone.id)),
+            removed=(*self.removed, RemovedRegion(gone.name, gone.id, gone.signing_key)),
         )
 
     def by_id(self, region_id: int) -> RegionConfig:

@@ -158,7 +158,7 @@ class RegionNode:
             options.skip_records,
             regions=topology.origins,  # a removed region's old records stay valid
             replication=Replication(topology.replication_factor, topology.min_insync_replicas),
-            keys={r.id: bytes.fromhex(r.signing_key) for r in topology.regions if r.signing_key},
+            keys={r.id: bytes.fromhex(r.signing_key) for r in topology.signers if r.signing_key},
             snapshots_kept=topology.retention.snapshots if topology.retention else 1,
         )
         self.presence: Presence | None = None

@@ -72,7 +72,7 @@ def trust(args: argparse.Namespace) -> Trust | None:
     if not getattr(args, "topology", None):
         return None
     try:
-        return Trust.of(load_topology(args.topology).regions)
+        return Trust.of(load_topology(args.topology).signers)
     except TopologyError as exc:
         raise PositionError(str(exc)) from None
 
