@@ -43,6 +43,10 @@ silently never converge or keys that no node serves.
     snapshots = 3                  # `streams retention apply` may delete from the op logs
     tail_seconds = 3600
 
+    [[removed]]                    # a region that left (`streams region remove`): its name
+    name = "r3"                    # and id are never used again; its old records stay valid
+    id = 3                         # (signing_key = "..." when it signed them)
+
 A region without `[[region.node]]` tables runs one node owning every shard on the region's
 `resp_port` (the format before shards existed, which stays valid and is written back unchanged).
 With node tables, every shard 0..S-1 belongs to exactly one node of the region, the nodes are
