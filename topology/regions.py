@@ -99,8 +99,9 @@ def _drain(topo: LocalTopology, i: int, others: list[int], own: int | None, time
                 raise TopologyError(
                     f"region {name} wrote {own} ops, but "
                     + ", ".join(f"{r} applied {n}" for r, n in behind.items())
-                    + f" within {timeout:g} s: its mirrors have not copied them; it is not removed"
-                    " (try again, or force=True: ops of it not copied yet are lost)"
+                    + f" within {timeout:g} s: its mirrors have not copied them; it is not"
+                    " removed, its nodes stay stopped (try again, or force=True: ops of it not"
+                    " copied yet are lost)"
                 )
             time.sleep(0.05)
     finally:

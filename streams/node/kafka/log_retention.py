@@ -41,12 +41,15 @@ from streams.kafka.topics import (
     oplog_topic,
     snapshot_topic,
 )
+from streams.ops.codec import DecodeError
 from streams.ops.pack import decode_all
 from streams.snapshot import SnapshotError, SnapshotHeader, read_header
 
 log = logging.getLogger(__name__)
 
 TIMEOUT_S = 15.0
+UNKNOWN_SEQ = 2**63
+"""The seq taken for a record that does not decode: higher than any, so it is kept."""
 
 
 @dataclass
@@ -229,7 +232,11 @@ def _highest_seqs(
             offset = msg.offset() or 0
             if offset >= stop:
                 return
-            seqs = [r.seq for r in decode_all(msg.value()) if isinstance(r, Op)]
+            try:
+                seqs = [r.seq for r in decode_all(msg.value()) if isinstance(r, Op)]
+            except DecodeError:  # what it holds is unknown: nothing from here on may go
+                yield offset, UNKNOWN_SEQ
+                return
             yield offset, max(seqs, default=0)
         raise TimeoutError(f"reading {tp.topic}[{tp.partition}] from {start} to {stop} timed out")
     finally:
