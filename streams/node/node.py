@@ -344,6 +344,13 @@ class RegionNode:
     def _regions_changed(self, topology: Topology) -> None:
         """A region was removed from the topology file: stop waiting for it."""
         gone = sorted(set(self.topology.names) - set(topology.names))
+        if self.name in gone:  # this node's own region left: it should have been stopped
+            log.error(
+                "%s: this region was removed from the topology (streams region remove): stop"
+                " this node; nothing it writes from now on is copied to the other regions",
+                self.name,
+            )
+            return
         self.topology = topology
         current = tuple(sorted(r.id for r in topology.regions))
         former = tuple(sorted(r.id for r in topology.removed))
