@@ -12,10 +12,11 @@ from typing import Any
 
 import redis
 
-from streams import exits, importer
+from streams import exits, importer, regioncli
 from streams.cluster.layout import slot_runs
 from streams.config import NodeConfig, RegionConfig, Topology, TopologyError, format_shard_set, load
 from streams.ids import IdMode
+from streams.node.kafka import retention_cli
 from streams.pipeline import verbs as sparkcli
 from streams.replay import kafka_connect
 from streams.replay.arguments import register as register_replay_verbs
@@ -193,6 +194,8 @@ def _status(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return code
+    removed = ", ".join(g.name for g in topology.removed)
+    print(f"regions: {', '.join(topology.names)}" + (f" (removed: {removed})" if removed else ""))
     for cfg, node, flat in answers:
         name = _node_name(cfg, node)
         if isinstance(flat, redis.RedisError):
@@ -445,9 +448,12 @@ def _main(argv: list[str] | None) -> int:
     groupcli.add_parser(sub)
     sparkcli.add_parser(sub)
     importer.add_parser(sub)
+    retention_cli.add_parser(sub, STATE_DIR)
+    regioncli.add_parser(sub, STATE_DIR)
 
     for name, what in NOT_BUILT.items():
-        sub.add_parser(name, help=f"not built yet: {what}")
+        unbuilt = sub.add_parser(name, help=f"not built yet: {what}")
+        unbuilt.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
 
     args = parser.parse_args(argv)
     kafka_connect.configure(args.verbose, getattr(args, "topology", None))
@@ -459,6 +465,10 @@ def _main(argv: list[str] | None) -> int:
         return sparkcli.run(args)
     if args.command == "import":
         return importer.run(args)
+    if args.command == "retention":
+        return retention_cli.run(args)
+    if args.command == "region":
+        return regioncli.run(args)
     if args.command == "up":
         return _up(args)
     if args.command == "status":

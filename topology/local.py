@@ -38,6 +38,9 @@ from redis.cluster import ClusterNode, RedisCluster
 
 from streams.cluster.layout import spread
 from streams.config import MAX_SHARDS, NodeConfig, RegionConfig, Topology, dumps
+from streams.config.retention import parse_retention
+from streams.node.kafka import log_retention
+from topology import regions as region_changes
 from topology.brokers import BROKERS, Broker, BrokerHost, make_broker, restartable
 from topology.datadir import DataDirLock, in_parallel
 from topology.mirror import MirrorSet
@@ -73,6 +76,7 @@ class LocalTopology(NodeProcesses):
         broker: str = "tansu",
         mirror: str = "embedded",
         broker_hosts: dict[int, BrokerHost] | None = None,
+        retention: dict[str, int] | None = None,
     ) -> None:
         """`external`: run nodes and mirrors for an existing topology (its own Kafka clusters)
         instead of starting embedded brokers (its file decides shards and nodes); `port_base`:
@@ -89,8 +93,11 @@ class LocalTopology(NodeProcesses):
         on it
         is refused with `DataDirInUse`). `broker`: "tansu" or "kafka" (`topology.brokers`);
         `mirror`: "embedded" or "mm2" (`topology.replication`); `broker_hosts`: per region, a
-        network namespace and address to run its (Apache Kafka) broker on."""
+        network namespace and address to run its (Apache Kafka) broker on. `retention`: the
+        topology file's `[retention]` table (`{"snapshots": N, "tail_seconds": S}`,
+        `streams.config.retention`), applied by `apply_retention()`."""
         self.broker_hosts = dict(broker_hosts or {})
+        self.retention = None if retention is None else parse_retention(retention)
         if broker not in BROKERS:
             raise ValueError(f"broker must be one of {', '.join(BROKERS)}, not {broker!r}")
         if mirror not in MIRRORS:
@@ -144,6 +151,8 @@ class LocalTopology(NodeProcesses):
         self.metrics_ports: dict[int, int] = {}
         self.node_metrics_ports: dict[int, list[int]] = {}
         self._broker_failure: BaseException | None = None
+        self.removed: dict[int, str] = {}
+        """Regions removed while the topology ran (`remove_region`): id -> name."""
         self.timings: dict[str, float] = {}
         """How long `start` took to have the brokers, the nodes and the mirrors up (seconds)."""
 
@@ -260,6 +269,7 @@ class LocalTopology(NodeProcesses):
             ),
             mirror_naming=self.mirror_naming,
             shards=self.shards,
+            retention=self.retention,
         )
 
     def crash(self) -> None:
@@ -297,6 +307,25 @@ class LocalTopology(NodeProcesses):
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     # --- the stable surface ----------------------------------------------------------------------
+
+    def apply_retention(self) -> log_retention.Report:
+        """Delete what the `retention` policy lets go from every op log now (as `streams
+        retention apply` does); ValueError without a policy."""
+        assert self.topology is not None, "start the topology first"
+        return log_retention.apply(self.topology)
+
+    def remove_region(self, i: int, force: bool = False) -> None:
+        """Region i leaves while the others serve (`topology.regions`): its nodes stop, its ops
+        reach every other region (unless `force`), the topology file lists it as removed (the
+        nodes stop waiting for it in causal stability), its mirrors and broker stop. Its id and
+        name are never used again."""
+        region_changes.remove_region(self, i, force)
+
+    def add_region(self) -> int:
+        """Not built (issue 37, part C): refused rather than half done."""
+        raise NotImplementedError(
+            "adding a region to a running topology is not built yet (issue 37, part C)"
+        )
 
     def client(self, i: int) -> redis.Redis:
         """A redis-py client for region i (1-based), RESP2, bytes replies, on its first node

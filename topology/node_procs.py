@@ -33,6 +33,12 @@ class NodeProcesses:
     _cluster_clients: dict[int, RedisCluster]
 
     def _ports_of(self, i: int) -> list[int]:
+        gone = getattr(self, "removed", {}).get(i)
+        if gone is not None:
+            raise TopologyError(
+                f"region {gone} (id {i}) was removed from the topology: its id and name are"
+                " never used again"
+            )
         if i not in self.node_ports:
             raise KeyError(f"no region {i}: regions are 1..{len(self.node_ports)}")
         return self.node_ports[i]

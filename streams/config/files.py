@@ -16,6 +16,7 @@ from streams.config.nodes import (
     format_shard_set,
     parse_shard_set,
 )
+from streams.config.retention import parse_retention, retention_lines
 from streams.config.topology import (
     DEFAULT_BIND,
     OPTIONAL_NODE_KEYS,
@@ -24,6 +25,7 @@ from streams.config.topology import (
     REQUIRED_REGION_KEYS,
     TOPOLOGY_KEYS,
     RegionConfig,
+    RemovedRegion,
     Topology,
 )
 
@@ -51,11 +53,11 @@ def load(path: str | Path) -> Topology:
 
 
 def _from_document(doc: dict[str, Any]) -> Topology:
-    unknown = sorted(set(doc) - {"topology", "region"})
+    unknown = sorted(set(doc) - {"topology", "region", "retention", "removed"})
     if unknown:
         raise TopologyError(
             f"unknown top-level key(s) {', '.join(map(repr, unknown))}:"
-            " expected a [topology] table and [[region]] tables"
+            " expected a [topology] table, [[region]] tables and an optional [retention] table"
         )
     head = doc.get("topology", {})
     if not isinstance(head, dict):
@@ -79,7 +81,22 @@ def _from_document(doc: dict[str, Any]) -> Topology:
         shards=shards,
         replication_factor=head.get("replication_factor"),
         min_insync_replicas=head.get("min_insync_replicas"),
+        retention=parse_retention(doc.get("retention")),
+        removed=_removed(doc.get("removed", [])),
     )
+
+
+def _removed(raw: object) -> tuple[RemovedRegion, ...]:
+    """The `[[removed]]` tables: regions that left, by name and id."""
+    if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
+        raise TopologyError("'removed' must be an array of tables: write [[removed]]")
+    out = []
+    for table in raw:
+        unknown = sorted(set(table) - {"name", "id", "signing_key"})
+        if unknown or "name" not in table or "id" not in table:
+            raise TopologyError("[[removed]]: the fields 'name', 'id' (and 'signing_key')")
+        out.append(RemovedRegion(table["name"], table["id"], table.get("signing_key", "")))
+    return tuple(out)
 
 
 def _region(raw: object, index: int, shards: int) -> RegionConfig:
@@ -207,6 +224,11 @@ def dumps(topology: Topology) -> str:
                 f"shards = {_toml_string(format_shard_set(node.shards))}",
                 *([f"announce = {_toml_string(node.announce)}"] if node.announce else []),
             ]
+    lines += retention_lines(topology.retention)
+    for gone in topology.removed:
+        lines += ["", "[[removed]]", f"name = {_toml_string(gone.name)}", f"id = {gone.id}"]
+        if gone.signing_key:
+            lines.append(f"signing_key = {_toml_string(gone.signing_key)}")
     return "\n".join(lines) + "\n"
 
 

@@ -39,6 +39,14 @@ silently never converge or keys that no node serves.
     announce = "10.0.0.7"          # optional: the host clients reach it at (CLUSTER SLOTS, MOVED),
                                    # as Redis's cluster-announce-ip; default: bind
 
+    [retention]                    # optional (streams/config/retention.py): what
+    snapshots = 3                  # `streams retention apply` may delete from the op logs
+    tail_seconds = 3600
+
+    [[removed]]                    # a region that left (`streams region remove`): its name
+    name = "r3"                    # and id are never used again; its old records stay valid
+    id = 3                         # (signing_key = "..." when it signed them)
+
 A region without `[[region.node]]` tables runs one node owning every shard on the region's
 `resp_port` (the format before shards existed, which stays valid and is written back unchanged).
 With node tables, every shard 0..S-1 belongs to exactly one node of the region, the nodes are
@@ -64,11 +72,13 @@ from streams.config.nodes import (
     is_int,
     parse_shard_set,
 )
+from streams.config.retention import RetentionPolicy
 
 __all__ = [
     "MAX_SHARDS",
     "NodeConfig",
     "RegionConfig",
+    "RemovedRegion",
     "Topology",
     "TopologyError",
     "format_shard_set",
@@ -256,6 +266,33 @@ class RegionConfig:
 
 
 @dataclass(frozen=True)
+class RemovedRegion:
+    """A region that left the topology (`streams region remove`): its id and name are never
+    used again, and the records it wrote before leaving stay valid (the record gate still knows
+    its origin)."""
+
+    name: str
+    id: int
+    signing_key: str = ""
+    """Its records' key, still checked: a removed region's old records stay signed, and a
+    forged one under its origin is still refused."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.signing_key, str) or (
+            self.signing_key and not _signing_key_ok(self.signing_key)
+        ):
+            raise TopologyError("[[removed]]: field 'signing_key' must be at least 32 hex digits")
+        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
+            raise TopologyError(
+                f"[[removed]]: field 'name' must be a region name, got {self.name!r}"
+            )
+        if not is_int(self.id) or not 1 <= self.id <= 255:
+            raise TopologyError(
+                f"[[removed]]: field 'id' must be an integer in 1..255, got {self.id!r}"
+            )
+
+
+@dataclass(frozen=True)
 class Topology:
     """All regions of a deployment, the mirror naming policy and the shard count they share."""
 
@@ -266,6 +303,10 @@ class Topology:
     """Replicas of each topic a node creates; None: the broker's default.replication.factor."""
     min_insync_replicas: int | None = None
     """The created topics' min.insync.replicas; None: the broker's."""
+    retention: RetentionPolicy | None = None
+    """The `[retention]` table (`streams.config.retention`); None: op logs keep everything."""
+    removed: tuple[RemovedRegion, ...] = ()
+    """Regions that left (`[[removed]]` tables): never reused, their old records still valid."""
     _by_name: dict[str, RegionConfig] = field(init=False, repr=False, compare=False)
     _by_id: dict[int, RegionConfig] = field(init=False, repr=False, compare=False)
 
@@ -306,6 +347,18 @@ class Topology:
             by_name[region.name] = region
             by_id[region.id] = region
             alias_home.setdefault(region.alias, region)
+        object.__setattr__(self, "removed", tuple(self.removed))
+        for gone in self.removed:
+            if not isinstance(gone, RemovedRegion):
+                raise TopologyError(f"removed must be RemovedRegion objects, got {gone!r}")
+            clash = by_id.get(gone.id) or by_name.get(gone.name)
+            if clash is not None:
+                raise TopologyError(
+                    f"region {clash.name!r} (id {clash.id}): region {gone.name!r} (id {gone.id})"
+                    " was removed from this topology (streams region remove), and a removed"
+                    " region's id and name are never used again: give the region a new name and"
+                    " an id no region ever had"
+                )
         object.__setattr__(self, "_by_name", by_name)
         object.__setattr__(self, "_by_id", by_id)
 
@@ -317,9 +370,38 @@ class Topology:
         try:
             return self._by_name[name]
         except KeyError:
+            if any(gone.name == name for gone in self.removed):
+                raise KeyError(
+                    f"region {name!r} was removed from the topology (streams region remove):"
+                    f" it cannot come back under its name or id (regions: {', '.join(self.names)})"
+                ) from None
             raise KeyError(
                 f"no region named {name!r} in the topology (regions: {', '.join(self.names)})"
             ) from None
+
+    @property
+    def origins(self) -> dict[int, str]:
+        """Every region id that ever wrote to this topology -> its name: the current regions
+        and the removed ones (their records stay valid)."""
+        out = {gone.id: gone.name for gone in self.removed}
+        out.update({region.id: region.name for region in self.regions})
+        return out
+
+    @property
+    def signers(self) -> list[RegionConfig | RemovedRegion]:
+        """Every region that ever wrote here, current and removed (for the record gate)."""
+        return [*self.regions, *self.removed]
+
+    def without(self, name: str) -> Topology:
+        """This topology with region `name` removed (kept under `removed`, never reused)."""
+        gone = self.region(name)
+        if len(self.regions) == 1:
+            raise TopologyError(f"region {name!r} is the only region: it cannot be removed")
+        return dataclasses.replace(
+            self,
+            regions=tuple(r for r in self.regions if r.name != name),
+            removed=(*self.removed, RemovedRegion(gone.name, gone.id, gone.signing_key)),
+        )
 
     def by_id(self, region_id: int) -> RegionConfig:
         try:

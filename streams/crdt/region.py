@@ -158,11 +158,14 @@ class Region:
         known[self.id] = dict(self.causal.applied)
         return known
 
-    def stable_vector(self, regions: list[int]) -> dict[int, int]:
+    def stable_vector(self, regions: list[int], former: Sequence[int] = ()) -> dict[int, int]:
         """Per origin, the highest seq every region of `regions` is known to have applied:
-        ops at or below it are causally stable (nothing still to come can be concurrent)."""
+        ops at or below it are causally stable (nothing still to come can be concurrent).
+        `former`: regions that left the topology: no longer waited for, but their ops (and
+        tombstones) are origins like any other."""
         known = self.progress()
-        return {origin: min(known.get(r, {}).get(origin, 0) for r in regions) for origin in regions}
+        origins = sorted({*regions, *former})
+        return {origin: min(known.get(r, {}).get(origin, 0) for r in regions) for origin in origins}
 
     def ack_effects(self) -> list[ops.AckEffect]:
         """The consecutive-XACK effects held back since the last call
@@ -201,10 +204,11 @@ class Region:
         """Issue the held-back XACK effects as replicated ops."""
         return [self.issue(effect, now_ms) for effect in self.ack_effects()]
 
-    def collect_tombstones(self, regions: list[int]) -> int:
+    def collect_tombstones(self, regions: list[int], former: Sequence[int] = ()) -> int:
         """Drop the DEL / XGROUP DESTROY tombstones every region of the topology (`regions`,
         this one included) has applied; returns how many went. Safe to call at any time: a
-        region not heard from since it applied a tombstone keeps it alive."""
+        region not heard from since it applied a tombstone keeps it alive. `former`: regions
+        removed from the topology (no longer waited for; their own tombstones collected too)."""
         if self.id not in regions:
             raise ValueError(f"region {self.id} is not in the topology {regions}")
-        return self.state.collect_tombstones(self.stable_vector(regions))
+        return self.state.collect_tombstones(self.stable_vector(regions, former))

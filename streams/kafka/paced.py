@@ -115,6 +115,16 @@ class PacedConsumer:
         metadata = self._open().list_topics(timeout=timeout)
         return {name: set(topic.partitions) for name, topic in metadata.topics.items()}
 
+    def low_watermarks(self, parts: Iterable[Partition], timeout: float) -> dict[Partition, int]:
+        """Each partition's first offset still held (moved by DeleteRecords: retention)."""
+        consumer = self._open()
+        return {
+            (t, p): consumer.get_watermark_offsets(
+                TopicPartition(t, p), timeout=timeout, cached=False
+            )[0]
+            for t, p in parts
+        }
+
     def assign(
         self, starts: Mapping[Partition, int], growing: Set[Partition] = frozenset()
     ) -> None:

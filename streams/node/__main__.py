@@ -52,6 +52,7 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
             region,
             node=_node_index(topology, region, args.node, args.shards),
             debug_clock=args.debug_clock,
+            topology_path=args.topology,
             debug_faults=args.debug_faults,
             snapshots=tuple(args.snapshot),
             snapshot_every_ops=args.snapshot_every_ops,

@@ -62,6 +62,7 @@ from streams.node.runtime.snapshotter import (
 from streams.node.runtime.tasks import Tasks
 from streams.node.runtime.waiters import Waiters
 from streams.node.runtime.writepath import DEFAULT_WRITE_TIMEOUT_S
+from streams.node.topology_watch import TopologyWatch
 from streams.reply import Reply
 from streams.resp.limits import Limits
 from streams.resp.server import Held, Session, serve
@@ -69,6 +70,8 @@ from streams.snapshot import read_shard
 
 log = logging.getLogger(__name__)
 
+TOPOLOGY_WATCH_S = 1.0
+"""How often a node looks at its topology file for removed regions."""
 ACK_FLUSH_S = 0.1
 """How often the shards' housekeeping runs (coalesced XACK effects are logged at this pace)."""
 
@@ -110,6 +113,8 @@ class NodeOptions:
     write_timeout: float = DEFAULT_WRITE_TIMEOUT_S
     """`--write-timeout`: a write is committed or refused within it
     (`streams.node.runtime.writepath`)."""
+    topology_path: str | None = None
+    """The topology file, followed while the node runs (regions removed: `topology_watch`)."""
 
     def node_config(self) -> NodeConfig:
         """This node's address and shards, with --bind / --port applied."""
@@ -151,9 +156,10 @@ class RegionNode:
             region.id,
             total,
             options.skip_records,
-            regions={r.id: r.name for r in topology.regions},
+            regions=topology.origins,  # a removed region's old records stay valid
             replication=Replication(topology.replication_factor, topology.min_insync_replicas),
-            keys={r.id: bytes.fromhex(r.signing_key) for r in topology.regions if r.signing_key},
+            keys={r.id: bytes.fromhex(r.signing_key) for r in topology.signers if r.signing_key},
+            snapshots_kept=topology.retention.snapshots if topology.retention else 1,
         )
         self.presence: Presence | None = None
         """Announcements and takeover watch (`streams.node.kafka.presence`); on Kafka only."""
@@ -162,15 +168,22 @@ class RegionNode:
                 region.name, options.node, f"{node.announced}:{node.resp_port}", node.shards
             )
             self.presence = Presence(region.bootstrap, self.log.writers_topic, me)
+        self.topology = topology
+        """The topology as this node knows it now (regions removed while it runs included)."""
+        self.watch = (
+            None
+            if options.topology_path is None
+            else TopologyWatch(options.topology_path, topology)
+        )
         self.clock = NodeClock(options.clock, pinnable=options.debug_clock)
         self.waiters = Waiters()
         self.pause = Pause()
-        names = {r.id: r.name for r in topology.regions}
+        names = topology.origins  # removed regions' ids still name their old ops
         setup = ShardSetup(
             region_name=region.name,
             region_id=region.id,
             mode=IdMode.parse(region.id_mode),
-            regions=tuple(sorted(names)),
+            regions=tuple(sorted(r.id for r in topology.regions)),
             log=self.log,
             waiters=self.waiters,
             clock=self.clock,
@@ -180,6 +193,7 @@ class RegionNode:
             shards=total,
             write_timeout=options.write_timeout,
             superseded=self._superseded,
+            former=tuple(sorted(r.id for r in topology.removed)),
         )
         self.shards = ShardSet(
             [Shard(i, setup) for i in node.shards],
@@ -312,14 +326,42 @@ class RegionNode:
         return await self.dispatcher.handle(session, args)
 
     async def _housekeeping(self) -> None:
+        watch_at = time.monotonic() + TOPOLOGY_WATCH_S
         while True:
             await asyncio.sleep(ACK_FLUSH_S)
             self.stats.sample()  # every 100 ms, as Redis samples its instantaneous rates
+            if self.watch is not None and time.monotonic() >= watch_at:
+                watch_at = time.monotonic() + TOPOLOGY_WATCH_S
+                fresh = self.watch.poll()
+                if fresh is not None:
+                    self._regions_changed(fresh)
             for shard in self.shards.shards:
                 try:
                     shard.housekeep()
                 except Exception:
                     log.exception("%s: housekeeping failed", shard.name)
+
+    def _regions_changed(self, topology: Topology) -> None:
+        """A region was removed from the topology file: stop waiting for it."""
+        gone = sorted(set(self.topology.names) - set(topology.names))
+        if self.name in gone:  # this node's own region left: it should have been stopped
+            log.error(
+                "%s: this region was removed from the topology (streams region remove): stop"
+                " this node; nothing it writes from now on is copied to the other regions",
+                self.name,
+            )
+            return
+        self.topology = topology
+        current = tuple(sorted(r.id for r in topology.regions))
+        former = tuple(sorted(r.id for r in topology.removed))
+        for shard in self.shards.shards:
+            shard.set_regions(current, former)
+        log.warning(
+            "%s: region(s) %s removed from the topology: no longer waited for (regions now %s)",
+            self.name,
+            ", ".join(gone),
+            ", ".join(topology.names),
+        )
 
     # --- the commands the node runs itself ------------------------------------------------------
 

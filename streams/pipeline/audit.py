@@ -118,7 +118,9 @@ def audit(spark: SparkSession, bootstraps: list[str], topology: str | None = Non
 
 def _shards_of(bootstrap: str) -> int:
     with kafka_io.planning(bootstrap, "audit") as (opts, consumer):
-        return shard_count(kafka_io.partitions_of(opts, consumer))
+        tps = kafka_io.partitions_of(opts, consumer)
+        kafka_io.refuse_truncated(consumer, tps, "audit")
+        return shard_count(tps)
 
 
 def _audit(bootstraps: list[str], frames: list[DataFrame], shards: int) -> AuditReport:

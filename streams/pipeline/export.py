@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
-from streams.pipeline import folding
+from streams.pipeline import folding, kafka_io
 
 OPS_DIR = "_ops"
 _ESCAPE = set("\"#%'*/:=?\\\x7f{[]^") | {chr(c) for c in range(1, 32)}
@@ -71,6 +71,8 @@ def export(
     the number of entries written. `topology`: what the record gate checks against."""
     if fmt != "parquet":
         raise ValueError(f"unknown export format {fmt!r}: only parquet is built")
+    with kafka_io.planning(bootstrap, "export") as (plan, consumer):
+        kafka_io.refuse_truncated(consumer, kafka_io.partitions_of(plan, consumer), "export")
     options = {} if min_partitions is None else {"minPartitions": str(min_partitions)}
     if topology is not None:
         options["topology"] = topology

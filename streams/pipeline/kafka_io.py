@@ -159,6 +159,22 @@ def _watermarks(consumer: Consumer, tp: tuple[str, int]) -> tuple[int, int]:
     return int(low), int(high)
 
 
+def refuse_truncated(consumer: Consumer, tps: list[tuple[str, int]], job: str) -> None:
+    """A fold of the logs from their beginning (the snapshot, audit and export jobs) over a log
+    whose first records the retention policy deleted would miss their ops without a word: say
+    which log and what is gone instead (`streams.kafka.retention`). These jobs do not start from
+    a stored snapshot (yet)."""
+    for tp in tps:
+        low, _high = _watermarks(consumer, tp)
+        if low > 0:
+            raise SourceError(
+                f"{tp[0]}[{tp[1]}] now starts at offset {low}: the records before it were deleted"
+                f" by the retention policy, so the {job} job, which folds the logs from their"
+                f" beginning, cannot see their ops; it does not start from a snapshot (yet): use"
+                f" a node's snapshot (`streams snapshot`, CRDT.SNAPSHOT) instead"
+            )
+
+
 def log_end(consumer: Consumer, tp: tuple[str, int], timeout: float = 60.0) -> int:
     """The true end offset of a partition (read_committed): read from just below the high
     watermark to the partition-EOF event, whose offset is the end (Tansu's high watermark is only

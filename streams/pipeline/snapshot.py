@@ -158,6 +158,7 @@ def _plan(bootstrap: str, local: str) -> tuple[Positions, int, str | None]:
         topics = consumer.list_topics(timeout=15).topics
         if local in topics:
             tps += [(local, p) for p in sorted(topics[local].partitions)]
+        kafka_io.refuse_truncated(consumer, tps, "snapshot")
         ends = kafka_io.resolve(opts, consumer, tps, "latest", "ending")
     if not ends:
         raise kafka_io.SourceError(f"no op-log topic on {bootstrap}")

@@ -70,7 +70,7 @@ def trust(opts: SourceOptions, regions: dict[int, str] | None) -> Trust:
     driver learned from the first record of each op log."""
     if opts.topology is not None:
         try:
-            return Trust.of(load_topology(opts.topology).regions)
+            return Trust.of(load_topology(opts.topology).signers)
         except TopologyError as exc:
             raise SourceError(f"option topology: {exc}") from None
     return Trust(dict(regions or {}), learned=True)

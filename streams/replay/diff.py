@@ -93,6 +93,12 @@ def load(
         return True
 
     heads = bool(checked.keys)
+    reader.refuse_truncated(
+        bootstrap,
+        {(t, s): 0 for t in [logs.local, *logs.oplogs] for s in shards},
+        "streams diff, which folds every log from its beginning (it does not start from"
+        " snapshots yet),",
+    )
     reader.read(bootstrap, {(logs.local, s): 0 for s in shards}, sink, headers=heads)
     reader.read(bootstrap, {(t, s): 0 for t in logs.oplogs for s in shards}, sink, headers=heads)
     loaded = {s: Loaded(logs.region_name, logs.region_id, records[s], logs.names) for s in shards}

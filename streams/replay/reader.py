@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Message
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from streams.kafka.gate import ReadHeaders
 from streams.kafka.reading import Partition, ReadToEnd, consumer_config
@@ -76,6 +76,47 @@ def describe(bootstrap: str, timeout: float = 10.0) -> tuple[dict[str, int], str
         if not name.startswith("__")
     }
     return counts, metadata.cluster_id or None
+
+
+def low_watermarks(
+    bootstrap: str, parts: Iterable[Partition], timeout: float = 10.0
+) -> dict[Partition, int]:
+    """Each partition's first offset still held (moved past 0 by DeleteRecords: retention)."""
+    wanted = list(parts)
+    if not wanted:
+        return {}
+    consumer = _consumer(bootstrap)
+    lows: dict[Partition, int] = {}
+    try:
+        for t, p in wanted:
+            try:
+                low, _high = consumer.get_watermark_offsets(
+                    TopicPartition(t, p), timeout=timeout, cached=False
+                )
+            except KafkaException:  # no such partition (yet): nothing was deleted from it
+                low = 0
+            lows[(t, p)] = low
+    finally:
+        consumer.close()
+    return lows
+
+
+class Truncated(ReadError):
+    """A read would start before a partition's first record still held (the retention policy
+    deleted the records before it)."""
+
+
+def refuse_truncated(bootstrap: str, starts: Mapping[Partition, int], why: str) -> None:
+    """Raise `Truncated` naming the first partition whose start retention deleted: `why` says
+    what the read is for and what cannot be done without those records."""
+    lows = low_watermarks(bootstrap, starts)
+    for part in sorted(starts):
+        if lows.get(part, 0) > starts[part]:
+            raise Truncated(
+                f"{part[0]} partition {part[1]} on {bootstrap} now starts at offset"
+                f" {lows[part]}: the records before it were deleted by the retention policy,"
+                f" and {why} needs them from offset {starts[part]}"
+            )
 
 
 def list_topics(bootstrap: str, timeout: float = 10.0) -> list[str]:

@@ -20,6 +20,7 @@ tainted. Every skipped record is written to the audit file.
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -30,9 +31,11 @@ from streams.crdt import ops
 from streams.crdt.fold import Fold, Observer, Record
 from streams.crdt.region import Region
 from streams.ids import IdMode
-from streams.kafka import clusters
+from streams.kafka import clusters, retention
 from streams.kafka.gate import RecordRefused, Refusal
 from streams.kafka.records import Admission, Admitted, Skip, Trust
+from streams.kafka.snapshot_chunks import read_complete
+from streams.kafka.topics import snapshot_topic
 from streams.progress import Progress
 from streams.replay import reader
 from streams.replay.describe import SCHEMA_VERSION
@@ -45,7 +48,7 @@ from streams.replay.positions import (
     resolve_cuts,
 )
 from streams.replay.replayed import Replayed
-from streams.snapshot import Positions, read_shard, read_snapshot
+from streams.snapshot import Positions, SnapshotError, read_shard, read_snapshot
 
 Partition = tuple[str, int]
 Listener = Callable[[Partition, int, Record], None]
@@ -59,6 +62,11 @@ only when a record is skipped)."""
 
 class SnapshotPastError(PositionError):
     """The position asked for lies before the snapshot's (refold from the start instead)."""
+
+
+class TruncatedError(PositionError):
+    """The replay would start before a log's first record still held: the retention policy
+    deleted what it needs (`streams.kafka.retention`); the text says what it cannot show."""
 
 
 class CorruptError(RuntimeError):
@@ -172,6 +180,71 @@ def _cuts(req: Request, logs: Logs, starts: dict[int, Start]) -> dict[int, Cut] 
     return cuts
 
 
+def _from_stored(req: Request, logs: Logs, starts: dict[int, Start], notes: list[str]) -> None:
+    """A shard replayed from the beginning whose logs no longer reach it (retention deleted
+    their first records) starts from the newest snapshot stored in `<region>.snapshot` that the
+    logs do reach and that is not past the position asked for (`--at`, `--offsets`); noted.
+    Not with `--snapshot` (the operator chose), `--time` (a snapshot says no time), or a verb
+    that must see every op (history). When none fits, `_check_reaches` says what is missing."""
+    if req.snapshot_files() or req.make_region is not None or req.time:
+        return
+    topics = [logs.local, *logs.oplogs]
+    fresh = [s for s, start in starts.items() if not start.positions]
+    begin = [(t, s) for t in topics for s in fresh]
+    lows = reader.low_watermarks(req.bootstrap, begin)
+    truncated = sorted({s for (_t, s), low in lows.items() if low > 0})
+    if not truncated:
+        return
+    cuts = resolve_cuts(req.at, logs.ids, logs.shards, list(starts)) if req.at else {}
+    stops = _stops(req, logs, starts)
+    topic = snapshot_topic(logs.region_name)
+    for shard in truncated:
+        for snapshot_id, data in read_complete(req.bootstrap, topic, keep=64, partition=shard):
+            try:
+                region, positions, meta = read_snapshot(io.BytesIO(data))
+            except SnapshotError:
+                continue
+            if (
+                region.id != logs.region_id
+                or clusters.compare(clusters.snapshot_cluster(meta), logs.cluster_id)
+                is clusters.Origin.OTHER
+            ):
+                continue
+            cut = cuts.get(shard)
+            if cut is not None and any(q > cut.get(o, 0) for o, q in region.vector.items()):
+                continue  # past the position asked for
+            if any(positions.get(p, 0) > stop for p, stop in stops.items() if p[1] == shard):
+                continue
+            if any(positions.get((t, shard), 0) < lows[(t, shard)] for t in topics):
+                continue  # the logs no longer reach this one either
+            starts[shard] = Start(region, positions, meta.get("tainted", "") not in ("", "false"))
+            notes.append(
+                f"shard {shard}: the logs no longer reach the beginning (the retention policy"
+                f" deleted their first records): replayed from snapshot {snapshot_id} stored in"
+                f" {topic}"
+            )
+            break
+
+
+def _check_reaches(req: Request, topics: list[str], starts: dict[int, Start]) -> None:
+    """Refuse a replay that would start before what a log still holds (records deleted by the
+    retention policy), saying what it cannot show, rather than fold a state with ops missing."""
+    begin = {(t, s): start.positions.get((t, s), 0) for t in topics for s, start in starts.items()}
+    lows = reader.low_watermarks(req.bootstrap, list(begin))
+    for (topic, shard), low in sorted(lows.items()):
+        start = begin[(topic, shard)]
+        if retention.reaches(low, start):
+            continue
+        source = "the snapshot's position" if starts[shard].positions else "the beginning"
+        raise TruncatedError(
+            f"{topic} partition {shard} now starts at offset {low}: the records before it were"
+            f" deleted by the retention policy, and this replay starts at offset {start}"
+            f" ({source}), so it cannot show the ops of those {low - start} offsets nor any"
+            " state before them; replay from a snapshot at or past them (--snapshot FILE:"
+            " `streams snapshot` writes one; the region's nodes keep theirs in <region>.snapshot)"
+        )
+
+
 def _stops(req: Request, logs: Logs, starts: dict[int, Start]) -> dict[Partition, int]:
     stops: dict[Partition, int] = {}
     if not req.offsets:
@@ -238,6 +311,7 @@ def replay(req: Request) -> Replayed:
     logs = discover(req.bootstrap, req.region)
     notes: list[str] = []
     starts = _starts(req, logs, logs.shards_for(req.shard, req.key), notes)
+    _from_stored(req, logs, starts, notes)
     cuts = _cuts(req, logs, starts)
     stops = _stops(req, logs, starts)
     until_ms = parse_time(req.time) if req.time else None
@@ -315,6 +389,7 @@ def replay(req: Request) -> Replayed:
         }
         return reader.read(req.bootstrap, begin, sink, stops=stops, headers=bool(trust.keys))
 
+    _check_reaches(req, [logs.local, *logs.oplogs], starts)
     try:
         ended = read_from([logs.local])
         ended.update(read_from(logs.oplogs))

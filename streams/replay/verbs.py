@@ -72,7 +72,7 @@ def trust(args: argparse.Namespace) -> Trust | None:
     if not getattr(args, "topology", None):
         return None
     try:
-        return Trust.of(load_topology(args.topology).regions)
+        return Trust.of(load_topology(args.topology).signers)
     except TopologyError as exc:
         raise PositionError(str(exc)) from None
 
@@ -185,6 +185,14 @@ def log(args: argparse.Namespace) -> int:
         starts = {(args.topic, p): args.from_offset for p in parts}
         reader.read(cluster, starts, sink, follow=True, headers=heads)
     else:  # partition after partition: the listing's order does not depend on fetch timing
+        lows = reader.low_watermarks(cluster, [(args.topic, p) for p in parts])
+        for (topic, p), low in sorted(lows.items()):
+            if low > args.from_offset:
+                print(
+                    f"note: {topic} partition {p} starts at offset {low}: the records before it"
+                    " were deleted by the retention policy",
+                    file=sys.stderr,
+                )
         for p in parts:
             reader.read(cluster, {(args.topic, p): args.from_offset}, sink, headers=heads)
     return EXIT_CORRUPT if corrupt else EXIT_OK

@@ -56,9 +56,11 @@ from streams.snapshot.format import (
     SnapshotError,
     write_snapshot,
 )
-from streams.snapshot.reading import read_shard, read_snapshot
+from streams.snapshot.reading import SnapshotHeader, read_header, read_shard, read_snapshot
 
 __all__ = [
+    "SnapshotHeader",
+    "read_header",
     "FORMAT_VERSION",
     "MAX_CHUNK_BYTES",
     "MAX_CHUNK_ITEMS",

@@ -15,6 +15,7 @@ boundaries. Either way the loaded state's digest must be the trailer's.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import IO, Any, BinaryIO
 
 import fastavro
@@ -91,17 +92,47 @@ def read_snapshot(fp: BinaryIO | IO[bytes]) -> tuple[Region, Positions, dict[str
     return builder.result()
 
 
-def read_shard(fp: BinaryIO | IO[bytes]) -> int:
-    """The shard a snapshot holds, from its header alone: its `shard` meta when it has one, else
-    the partition its positions name (a shard reads and writes only its own partition of every
-    log), else 0. Raises SnapshotError for an unreadable header or positions in several
-    partitions without a `shard` meta."""
+@dataclass(frozen=True)
+class SnapshotHeader:
+    """What a snapshot covers, from its header alone: the log positions (next offset per
+    (topic, partition)), the causal applied vector (origin id -> seq) and the meta. The
+    retention rule needs only these (`streams.kafka.retention`), not the state."""
+
+    region_id: int
+    positions: dict[tuple[str, int], int]
+    vector: dict[int, int]
+    meta: dict[str, str]
+
+
+def read_header(fp: BinaryIO | IO[bytes]) -> SnapshotHeader:
+    """The header of a snapshot file (SnapshotError when unreadable)."""
+    name, body = _first_record(fp)
+    if not isinstance(name, str) or name.removeprefix(_NS) != "Header":
+        raise SnapshotError("not a streams snapshot (its first record is not a header)")
+    return SnapshotHeader(
+        int(body["region_id"]),
+        {(p["topic"], int(p["partition"])): int(p["next_offset"]) for p in body["positions"]},
+        {int(v["region"]): int(v["seq"]) for v in body["vector"]},
+        dict(body["meta"]),
+    )
+
+
+def _first_record(fp: BinaryIO | IO[bytes]) -> tuple[Any, Any]:
     try:
         reader = fastavro.reader(fp, return_record_name=True)
         first: Any = next(iter(reader))
         name, body = first["item"]
     except Exception as exc:  # fastavro raises ValueError, EOFError, ...: no common base
         raise SnapshotError(f"not a streams snapshot (unreadable header: {exc})") from exc
+    return name, body
+
+
+def read_shard(fp: BinaryIO | IO[bytes]) -> int:
+    """The shard a snapshot holds, from its header alone: its `shard` meta when it has one, else
+    the partition its positions name (a shard reads and writes only its own partition of every
+    log), else 0. Raises SnapshotError for an unreadable header or positions in several
+    partitions without a `shard` meta."""
+    name, body = _first_record(fp)
     if not isinstance(name, str) or name.removeprefix(_NS) != "Header":
         raise SnapshotError("not a streams snapshot (its first record is not a header)")
     meta = dict(body["meta"])

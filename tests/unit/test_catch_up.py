@@ -288,7 +288,9 @@ class ScriptedConsumer:
 
     highs: dict[str, int] = {}
 
-    def get_watermark_offsets(self, part: Any, cached: bool = False) -> tuple[int, int]:
+    def get_watermark_offsets(
+        self, part: Any, timeout: float = 0.0, cached: bool = False
+    ) -> tuple[int, int]:
         return (-1001, ScriptedConsumer.highs.get(part.topic, -1001))
 
     def poll(self, timeout: float) -> FakeMessage | None:

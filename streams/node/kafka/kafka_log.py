@@ -42,16 +42,18 @@ class KafkaSnapshots:
         partition: int,
         shards: int,
         cluster: Callable[[], str | None] = lambda: None,
+        keep: int = snapshots.KEEP,
     ) -> None:
-        """`cluster`: the cluster's id once the log learned it (`KafkaLog.prepare`)."""
+        """`cluster`: the cluster's id once the log learned it (`KafkaLog.prepare`); `keep`:
+        complete snapshots kept (the retention policy's `snapshots`, at least `KEEP`)."""
         self._cluster = cluster
         self.bootstrap = bootstrap
         self.topic = topic
         self.region_id = region_id
         self.partition = partition
         self.where = topic if shards == 1 else f"{topic} partition {partition}"
-        self.retention = snapshots.Retention()
-        """Where the stored snapshots start: the newest `snapshots.KEEP` are kept."""
+        self.retention = snapshots.Retention(max(keep, snapshots.KEEP))
+        """Where the stored snapshots start: the newest `keep` are kept."""
 
     @property
     def cluster_id(self) -> str | None:
@@ -91,6 +93,7 @@ class KafkaLog:
         regions: Mapping[int, str] | None = None,
         replication: Replication | None = None,
         keys: Mapping[int, bytes] | None = None,
+        snapshots_kept: int = snapshots.KEEP,
     ) -> None:
         """`regions`: every region of the topology, id -> name: records of any other origin,
         or in another region's op log, are refused (`streams.kafka.gate`). `replication`: of
@@ -108,6 +111,9 @@ class KafkaLog:
         self.skip_records = skip_records
         self.regions = dict(regions) if regions is not None else {region_id: region_name}
         self.keys = dict(keys or {})
+        self.snapshots_kept = snapshots_kept
+        """Complete snapshots kept per shard (the retention policy anchors the op logs on the
+        oldest of them, so it must outlive what the policy counts)."""
         self.oplog_topic = oplog_topic(region_name)
         self.local_topic = local_topic(region_name)
         self.snapshot_topic = snapshot_topic(region_name)
@@ -189,4 +195,5 @@ class KafkaLog:
             shard,
             self.shards,
             lambda: self.cluster_id,
+            keep=self.snapshots_kept,
         )

@@ -42,6 +42,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Message
 
+from streams.kafka import retention
 from streams.kafka.gate import RecordGate, UndecodableRecord
 from streams.kafka.paced import PacedConsumer
 from streams.kafka.reading import Pacing, Partition
@@ -177,9 +178,28 @@ class Materializer:
                 new &= {self.local_topic}
         # Other regions' logs may grow steadily while they are read: caught up at the end
         # first reported (streams.kafka.reading's docstring says why).
+        starts = {self._part(t): self._start.get(t, 0) for t in new}
+        self._check_reaches(starts)
         self._reader.assign(
-            {self._part(t): self._start.get(t, 0) for t in new},
+            starts,
             growing={self._part(t) for t in new - self.own_topics},
+        )
+
+    def _check_reaches(self, starts: dict[Partition, int]) -> None:
+        """Refuse to read on from a partition whose start moved past where this reader must
+        begin (records deleted by the retention policy): a boot from the snapshot's positions,
+        or a full replay from 0 when none was usable (`streams.kafka.retention`)."""
+        if not starts:
+            return
+        lows = self._reader.low_watermarks(starts, timeout=10.0)
+        from_snapshot = {p: o for p, o in starts.items() if p[0] in self._start}
+        retention.check_reaches(self.name, lows, from_snapshot, "from the snapshot's position")
+        whole = {p: o for p, o in starts.items() if p[0] not in self._start}
+        retention.check_reaches(
+            self.name,
+            lows,
+            whole,
+            "from the log's beginning (no usable snapshot covers this log)",
         )
 
     def _drop_own_topics(self) -> None:

@@ -80,6 +80,8 @@ class Report:
             "region": self.region_name,
             "region_id": self.region_id,
             "id_mode": self.id_mode,
+            "regions": " ".join(self._name(r) for r in shards[0].regions),
+            "removed_regions": " ".join(self._name(r) for r in shards[0].former),
             "vector": self._vector_text(self.shards.vector()),
             "waiting_ops": sum(s.replica.region.causal.waiting for s in shards),
             "ms_since_last_op": " ".join(f"{k}={v}" for k, v in lag.items()),
@@ -262,7 +264,7 @@ class Report:
             or _first(s.loader.fatal for s in shards),
         }
         newest = self._newest()
-        peers = [r for r in sorted(self.names) if r != self.region_id]
+        peers = [r for r in shards[0].regions if r != self.region_id]
         replication["crdt_peers"] = len(peers)
         for i, origin in enumerate(peers):
             seen = newest.get(origin)

@@ -72,6 +72,8 @@ class ShardSetup:
     shards: int = 1
     write_timeout: float = DEFAULT_WRITE_TIMEOUT_S
     """`--write-timeout`: a write is answered (committed or refused) within it."""
+    former: tuple[int, ...] = ()
+    """Regions removed from the topology: no longer waited for, their ops still origins."""
     superseded: Callable[[int], str | None] = lambda _shard: None
     """Whether another node announced itself as this shard's writer since this one started
     (`streams.node.kafka.presence`): what such a node is, else None. Asked (blocking) before a
@@ -85,6 +87,10 @@ class Shard:
         self.name = setup.region_name if setup.shards == 1 else f"{setup.region_name}/{index}"
         self.replica = Replica(setup.region_id, setup.mode, setup.waiters)
         self.replica.regions = setup.regions
+        self.regions: tuple[int, ...] = setup.regions
+        """The topology's current regions (tombstone collection waits for each of them)."""
+        self.former: tuple[int, ...] = setup.former
+        """Regions removed from the topology (no longer waited for)."""
         self.writer = setup.log.writer(index)
         self.writepath = WritePath(
             self.writer,
@@ -284,6 +290,13 @@ class Shard:
             return True
         return False
 
+    def set_regions(self, regions: tuple[int, ...], former: tuple[int, ...]) -> None:
+        """The topology's regions changed (a region was removed): causal stability and the
+        commands that decide about every region's PELs stop waiting for the former ones."""
+        self.regions = regions
+        self.former = former
+        self.replica.regions = regions
+
     def _switch(self, fresh: Replica) -> None:
         """The log was re-read into `fresh`: serve it from now on."""
         self.replica = fresh
@@ -297,7 +310,7 @@ class Shard:
         if time.monotonic() >= self._next_gc and self.loader.loading is None:
             self._next_gc = time.monotonic() + TOMBSTONE_GC_S
             self.tombstones_collected += self.replica.region.collect_tombstones(
-                list(self.setup.regions)
+                list(self.regions), self.former
             )
         if self.snapshotter.due():
             self._tasks.spawn(self.snapshotter.take())

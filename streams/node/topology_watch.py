@@ -1,0 +1,61 @@
+"""A running node follows its topology file's set of regions: a region removed from the file
+(`streams region remove`) is no longer waited for by causal stability (tombstone collection) nor
+by the commands that decide about every region's PELs, within about a second, without a restart.
+
+Why the file: it is what every process of a database reads at start, so a node started later
+agrees with one that saw the change. Only removals are taken live; any other change (a region
+added, addresses, shards) needs a restart and is logged as such. A file that does not read is
+logged and ignored (the node keeps the regions it has).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from streams.config import Topology, TopologyError, load
+
+log = logging.getLogger(__name__)
+
+
+class TopologyWatch:
+    def __init__(self, path: str | Path, topology: Topology) -> None:
+        self.path = Path(path)
+        self.topology = topology
+        self._stamp = self._stat()
+
+    def _stat(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
+    def poll(self) -> Topology | None:
+        """The file's topology when it changed the set of regions by removing some (else None)."""
+        stamp = self._stat()
+        if stamp is None or stamp == self._stamp:
+            return None
+        self._stamp = stamp
+        try:
+            fresh = load(self.path)
+        except TopologyError as exc:
+            log.error(
+                "%s changed but does not read (%s); keeping the regions known", self.path, exc
+            )
+            return None
+        before = {r.id for r in self.topology.regions}
+        after = {r.id for r in fresh.regions}
+        if after == before:
+            return None
+        if not after <= before:
+            log.warning(
+                "%s names new region(s) %s: a running node takes only removals; restart it to"
+                " add regions",
+                self.path,
+                sorted(after - before),
+            )
+            return None
+        self.topology = fresh
+        return fresh
