@@ -6,7 +6,6 @@ import random
 import socket
 import time
 
-
 _handed: set[int] = set()
 _LOWEST = 10000
 

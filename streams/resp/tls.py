@@ -1,0 +1,103 @@
+"""RESP over TLS: the server's `ssl.SSLContext` from Redis's option names.
+
+A node serves TLS on `tls-port` with `tls-cert-file` / `tls-key-file` (its certificate chain and
+key, PEM) and checks clients against `tls-ca-cert-file` as `tls-auth-clients` says: `yes`
+(Redis's default) refuses a client without a certificate signed by that CA, `optional` checks a
+certificate when one is sent, `no` asks for none. The files are read here, once, at start: a
+wrong path or a key that does not match its certificate is one clear line then, not a failed
+handshake at the first client.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+from dataclasses import dataclass
+
+AUTH_CLIENTS = ("yes", "no", "optional")
+"""`tls-auth-clients` values, as Redis spells them."""
+
+
+class TlsConfigError(ValueError):
+    """A TLS option that cannot work (a missing file, a bad value); the message is one line."""
+
+
+@dataclass(frozen=True)
+class TlsOptions:
+    """The node's TLS settings (`--tls-*` options, or a region's `[region.tls]` table)."""
+
+    cert_file: str = ""
+    key_file: str = ""
+    ca_cert_file: str = ""
+    auth_clients: str = "yes"
+
+    def __post_init__(self) -> None:
+        if self.auth_clients not in AUTH_CLIENTS:
+            raise TlsConfigError(
+                f"tls-auth-clients must be one of {', '.join(AUTH_CLIENTS)},"
+                f" got {self.auth_clients!r}"
+            )
+
+    @property
+    def configured(self) -> bool:
+        """Whether anything TLS was given (a node then needs all it takes to serve it)."""
+        return bool(self.cert_file or self.key_file or self.ca_cert_file)
+
+
+def server_context(options: TlsOptions) -> ssl.SSLContext:
+    """A TLS server context (TLS 1.2 or later) for the node's RESP port; `TlsConfigError`
+    naming the option and the file when one is missing, unreadable or does not fit."""
+    if not options.cert_file or not options.key_file:
+        raise TlsConfigError("TLS needs tls-cert-file and tls-key-file (PEM)")
+    if options.auth_clients != "no" and not options.ca_cert_file:
+        raise TlsConfigError(
+            f"tls-auth-clients {options.auth_clients} needs tls-ca-cert-file (the CA that"
+            " signs client certificates), or set tls-auth-clients no"
+        )
+    for option, path in (
+        ("tls-cert-file", options.cert_file),
+        ("tls-key-file", options.key_file),
+        ("tls-ca-cert-file", options.ca_cert_file),
+    ):
+        if path and not os.path.isfile(path):
+            raise TlsConfigError(f"{option}: no such file: {path}")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(options.cert_file, options.key_file)
+    except (ssl.SSLError, OSError) as exc:
+        raise TlsConfigError(
+            f"tls-cert-file {options.cert_file} / tls-key-file {options.key_file}: cannot load"
+            f" ({_reason(exc)}; a PEM certificate and its matching key are expected)"
+        ) from None
+    if options.ca_cert_file:
+        try:
+            context.load_verify_locations(cafile=options.ca_cert_file)
+        except (ssl.SSLError, OSError) as exc:
+            raise TlsConfigError(
+                f"tls-ca-cert-file {options.ca_cert_file}: cannot load ({_reason(exc)})"
+            ) from None
+    context.verify_mode = {
+        "yes": ssl.CERT_REQUIRED,
+        "optional": ssl.CERT_OPTIONAL,
+        "no": ssl.CERT_NONE,
+    }[options.auth_clients]
+    return context
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, ssl.SSLError) and exc.reason:
+        return str(exc.reason)
+    return str(exc.args[-1] if exc.args else exc)
+
+
+def client_context(options: TlsOptions) -> ssl.SSLContext:
+    """The context a node dials its region's other nodes with over TLS (CRDT.DIGEST asks
+    them): their certificates checked against `tls-ca-cert-file`, this node's own certificate
+    presented (Redis's `tls-client-cert-file` defaults to `tls-cert-file` likewise). Host names
+    are not checked, as Redis does not between its nodes: the CA is the region's."""
+    context = ssl.create_default_context(cafile=options.ca_cert_file or None)
+    context.check_hostname = False
+    if options.cert_file and options.key_file:
+        context.load_cert_chain(options.cert_file, options.key_file)
+    return context
