@@ -19,10 +19,14 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from streams.config.nodes import TopologyError
-
 if TYPE_CHECKING:
     from streams.config.topology import Topology
+
+
+class KafkaSettingsError(ValueError):
+    """A secret the settings name cannot be read (the message names the file or variable,
+    never the value)."""
+
 
 _settings: dict[str, dict[str, str]] = {}
 _compression: dict[str, str] = {}
@@ -59,7 +63,7 @@ def _load_env() -> None:
 
 def client_settings(bootstrap: str) -> dict[str, str]:
     """The security properties of a client of `bootstrap` (empty: plaintext), the password read
-    from its file or environment variable now. `TopologyError` naming the file or variable when
+    from its file or environment variable now. `KafkaSettingsError` naming the file or variable when
     it cannot be read."""
     _load_env()
     settings = dict(_settings.get(bootstrap, {}))
@@ -69,13 +73,13 @@ def client_settings(bootstrap: str) -> dict[str, str]:
             with open(path, encoding="utf-8") as fp:
                 settings["sasl.password"] = fp.read().strip()
         except OSError as exc:
-            raise TopologyError(
+            raise KafkaSettingsError(
                 f"sasl.password.file {path}: cannot read it ({exc.strerror})"
             ) from None
     variable = settings.pop("sasl.password.env", None)
     if variable is not None:
         if variable not in os.environ:
-            raise TopologyError(f"sasl.password.env: the environment has no {variable}")
+            raise KafkaSettingsError(f"sasl.password.env: the environment has no {variable}")
         settings["sasl.password"] = os.environ[variable]
     return settings
 

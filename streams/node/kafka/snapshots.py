@@ -38,7 +38,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 from confluent_kafka.admin import AdminClient
 
 from streams.crdt.region import Region
-from streams.kafka import clusters
+from streams.kafka import clusters, security
 from streams.kafka.headers import as_dict, headers_of
 from streams.kafka.reading import EndNotReached, ReadToEnd, consumer_config
 from streams.snapshot import Positions, SnapshotError, read_snapshot
@@ -80,6 +80,7 @@ def publish(
 
     producer = Producer(
         {
+            **security.client_settings(bootstrap),
             "bootstrap.servers": bootstrap,
             "enable.idempotence": True,
             "acks": "all",
@@ -140,7 +141,9 @@ class Retention:
         cut = self.cut()
         if cut is None or self.unsupported:
             return None
-        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+        admin = AdminClient(
+            {**security.client_settings(bootstrap), "bootstrap.servers": bootstrap, "log_level": 3}
+        )
         where = topic if partition == 0 else f"{topic} partition {partition}"
         try:
             futures = admin.delete_records(
