@@ -59,9 +59,9 @@ def java_properties(settings: dict[str, str]) -> tuple[dict[str, str], list[str]
     cluster's `[region.kafka]`."""
     out: dict[str, str] = {}
     left_out: list[str] = []
-    for key in SAME_NAME:
-        if key in settings:
-            out[key] = settings[key]
+    for name in SAME_NAME:
+        if name in settings:
+            out[name] = settings[name]
     if "ssl.ca.location" in settings:
         out["ssl.truststore.type"] = "PEM"
         out["ssl.truststore.location"] = os.path.abspath(settings["ssl.ca.location"])
