@@ -19,6 +19,7 @@ from streams.ids import IdMode
 from streams.pipeline import verbs as sparkcli
 from streams.replay import kafka_connect
 from streams.replay.arguments import register as register_replay_verbs
+from streams.resp.tls import TlsOptions
 from streams.scenarios import Scenario, SyncStep, load_all
 from streams.scenarios.resp_driver import RespDriver
 from streams.scenarios.runner import Outcome, run
@@ -87,6 +88,7 @@ def _up(args: argparse.Namespace) -> int:
             data_dir=None if external is not None or args.ephemeral else args.data_dir,
             broker=args.broker,
             mirror=args.mirror,
+            tls=args.tls,
         )
     except ValueError as exc:
         print(f"streams up: {exc}", file=sys.stderr)
@@ -108,6 +110,13 @@ def _up(args: argparse.Namespace) -> int:
         if args.metrics:
             _print_metrics(topo)
         print(f"topology file: {topo.topology_path}   (streams status reads it)")
+        if topo.tls_files is not None:
+            files = topo.tls_files
+            print(
+                f"TLS: CA {files.ca}, client certificate {files.cert}, key {files.key}\n"
+                f"  redis-cli --tls --cacert {files.ca} --cert {files.cert} --key {files.key}"
+                f" -p {topo.ports[min(topo.ports)]} PING"
+            )
         if external is None and args.ephemeral:
             print(
                 "note: --ephemeral: the brokers keep nothing once they stop; stopping them "
@@ -131,7 +140,7 @@ def _print_regions(topology: Topology) -> None:
     and shards, and how a cluster client connects when a region runs several nodes."""
     print(f"{'region':<8} {'id':>3}  {'RESP':<22} {'Kafka bootstrap':<22} id mode")
     for cfg in topology.regions:
-        resp = f"{cfg.bind}:{cfg.resp_port}"
+        resp = cfg.nodes[0].address + ("" if cfg.resp_port else " (TLS)")
         print(f"{cfg.name:<8} {cfg.id:>3}  {resp:<22} {cfg.bootstrap:<22} {cfg.id_mode}")
     print(f"nodes ({topology.shards} shard(s) of the 16384 hash slots):")
     for cfg in topology.regions:
@@ -179,7 +188,7 @@ def _status(args: argparse.Namespace) -> int:
     code = exits.OK
     password = args.password or os.environ.get("REDISCLI_AUTH") or None
     answers = [
-        (cfg, node, _crdt_info(node, args.user, password))
+        (cfg, node, _crdt_info(node, args.user, password, cfg.tls))
         for cfg in topology.regions
         for node in cfg.nodes
     ]
@@ -222,11 +231,30 @@ def _node_name(cfg: RegionConfig, node: NodeConfig) -> str:
     return cfg.name if len(cfg.nodes) == 1 else f"{cfg.name} node {node.index}"
 
 
-def _crdt_info(node: NodeConfig, user: str | None = None, password: str | None = None) -> Any:
+def _crdt_info(
+    node: NodeConfig,
+    user: str | None = None,
+    password: str | None = None,
+    tls: TlsOptions | None = None,
+) -> Any:
     """The node's CRDT.INFO reply, or the error that kept it from answering (a wrong password
-    or a user without CRDT.INFO among its ACL rules is named as such)."""
+    or a user without CRDT.INFO among its ACL rules is named as such). A node serving only
+    TLS is asked over TLS with the region's files (its certificate as the client's)."""
+    secure: dict[str, Any] = {}
+    if not node.resp_port and tls is not None:
+        secure = {
+            "ssl": True,
+            "ssl_ca_certs": tls.ca_cert_file or None,
+            "ssl_certfile": tls.cert_file or None,
+            "ssl_keyfile": tls.key_file or None,
+        }
     client = redis.Redis(
-        host=node.bind, port=node.resp_port, socket_timeout=2, username=user, password=password
+        host=node.bind,
+        port=node.resp_port or node.tls_port,
+        socket_timeout=2,
+        username=user,
+        password=password,
+        **secure,
     )
     try:
         return client.execute_command("CRDT.INFO")  # type: ignore[no-untyped-call]
@@ -370,6 +398,13 @@ def _main(argv: list[str] | None) -> int:
         help="what copies each region's op log to the other clusters: MirrorMaker 2 (Apache "
         "Kafka's, one Java process; the default with --broker kafka) or the embedded mirror "
         "(threads of `streams up`; the default with Tansu)",
+    )
+    up.add_argument(
+        "--tls",
+        action="store_true",
+        help="TLS everywhere (Apache Kafka only): a CA and a certificate made under "
+        "--data-dir/tls, brokers serving SSL only with client certificates, MirrorMaker 2 over "
+        "SSL, nodes serving RESP over TLS only (redis-cli --tls with the printed files)",
     )
     up.add_argument(
         "--ephemeral",
