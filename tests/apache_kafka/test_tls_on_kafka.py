@@ -90,7 +90,7 @@ def test_a_wrong_ca_is_a_clear_error_within_seconds(topo: LocalTopology, tmp_pat
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     last = result.stderr.strip().splitlines()[-1]
-    assert "certificate verify failed" in last or "SSL" in last, result.stderr
+    assert "certificate is not trusted" in last, result.stderr
     assert took < 15, took
     # and an untrusted client certificate is refused by the broker
     cert, key = make_certificate(tmp_path, ca, ca_key, "intruder")
