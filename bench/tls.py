@@ -43,7 +43,7 @@ def benchmark(port: int, args: argparse.Namespace, tls: LocalTopology | None) ->
         files = tls.tls_files
         cmd += ["--tls", "--cacert", str(files.ca), "--cert", str(files.cert)]
         cmd += ["--key", str(files.key)]
-    cmd += ["XADD", "bench:__rand_int__", "*", "f", "v"]
+    cmd += args.command.split()
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True).stdout
     found = re.findall(r"([0-9.]+) requests per second", out)
     if not found:
@@ -57,8 +57,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--pipeline", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--command",
+        default="XADD bench:__rand_int__ * f v",
+        help="what redis-benchmark sends (PING: the RESP layer alone, no Kafka)",
+    )
+    parser.add_argument(
+        "--same-node-only", action="store_true", help="skip part 2 (the whole stack)"
+    )
     args = parser.parse_args(argv)
-    shape = f"XADD c{args.clients} P{args.pipeline}, {args.requests} requests"
+    shape = f"{args.command.split()[0]} c{args.clients} P{args.pipeline}, {args.requests} requests"
     plain_port = free_port()
     print(f"1. same node, plaintext port vs TLS port ({shape}), Kafka over SSL")
     with LocalTopology(
@@ -72,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
                 f" ({secure / plain - 1:+.1%})",
                 flush=True,
             )
+    if args.same_node_only:
+        return 0
     print(f"2. whole stack, plaintext topology vs TLS topology ({shape})")
     rates = {}
     for tls in (False, True):
