@@ -152,7 +152,9 @@ def _print_regions(topology: Topology) -> None:
     if clustered:
         print(
             "cluster clients (redis-cli -c, redis-py RedisCluster) may start at any node of a"
-            f" region and follow MOVED to a key's node: redis-cli -c -p {clustered[0].resp_port}"
+            " region and follow MOVED to a key's node: redis-cli -c"
+            + (" --tls" if not clustered[0].resp_port else "")
+            + f" -p {clustered[0].resp_port or clustered[0].tls_port}"
         )
 
 
