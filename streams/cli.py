@@ -19,7 +19,7 @@ from streams.ids import IdMode
 from streams.pipeline import verbs as sparkcli
 from streams.replay import kafka_connect
 from streams.replay.arguments import register as register_replay_verbs
-from streams.resp.tls import TlsOptions
+from streams.resp.tls import TlsOptions, redis_options
 from streams.scenarios import Scenario, SyncStep, load_all
 from streams.scenarios.resp_driver import RespDriver
 from streams.scenarios.runner import Outcome, run
@@ -110,13 +110,8 @@ def _up(args: argparse.Namespace) -> int:
         if args.metrics:
             _print_metrics(topo)
         print(f"topology file: {topo.topology_path}   (streams status reads it)")
-        if topo.tls_files is not None:
-            files = topo.tls_files
-            print(
-                f"TLS: CA {files.ca}, client certificate {files.cert}, key {files.key}\n"
-                f"  redis-cli --tls --cacert {files.ca} --cert {files.cert} --key {files.key}"
-                f" -p {topo.ports[min(topo.ports)]} PING"
-            )
+        if (files := topo.tls_files) is not None:
+            print(f"TLS: redis-cli --tls --cacert {files.ca} --cert {files.cert} --key {files.key}")
         if external is None and args.ephemeral:
             print(
                 "note: --ephemeral: the brokers keep nothing once they stop; stopping them "
@@ -242,14 +237,7 @@ def _crdt_info(
     """The node's CRDT.INFO reply, or the error that kept it from answering (a wrong password
     or a user without CRDT.INFO among its ACL rules is named as such). A node serving only
     TLS is asked over TLS with the region's files (its certificate as the client's)."""
-    secure: dict[str, Any] = {}
-    if not node.resp_port and tls is not None:
-        secure = {
-            "ssl": True,
-            "ssl_ca_certs": tls.ca_cert_file or None,
-            "ssl_certfile": tls.cert_file or None,
-            "ssl_keyfile": tls.key_file or None,
-        }
+    secure = redis_options(tls) if not node.resp_port and tls is not None else {}
     client = redis.Redis(
         host=node.bind,
         port=node.resp_port or node.tls_port,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import ssl
 from dataclasses import dataclass
+from typing import Any
 
 AUTH_CLIENTS = ("yes", "no", "optional")
 """`tls-auth-clients` values, as Redis spells them."""
@@ -83,6 +84,17 @@ def server_context(options: TlsOptions) -> ssl.SSLContext:
         "no": ssl.CERT_NONE,
     }[options.auth_clients]
     return context
+
+
+def redis_options(options: TlsOptions) -> dict[str, Any]:
+    """redis-py's options for a client of a node serving `options` (its CA, and its certificate
+    as the client's: `tls-auth-clients yes` wants one): `streams status` asks TLS-only nodes."""
+    return {
+        "ssl": True,
+        "ssl_ca_certs": options.ca_cert_file or None,
+        "ssl_certfile": options.cert_file or None,
+        "ssl_keyfile": options.key_file or None,
+    }
 
 
 def _reason(exc: BaseException) -> str:
