@@ -40,6 +40,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from streams.kafka import security
 from streams.kafka.sizes import TOPIC_MAX_MESSAGE_BYTES
+from streams.kafka.tls_check import wait_for_tls
 
 OPLOG_SUFFIX = ".oplog"
 LOCAL_SUFFIX = ".local"
@@ -299,6 +300,10 @@ def _check_lossless(admin: AdminClient, bootstrap: str, names: list[str], timeou
 def cluster_id_of(bootstrap: str, timeout: float = 30.0) -> str | None:
     """The Kafka cluster's id, as its metadata reports it (None when the broker names none):
     what every stored position is tied to (`streams.kafka.clusters`)."""
+    try:
+        wait_for_tls(bootstrap, timeout)  # a certificate problem now, in one line
+    except ConnectionError as exc:
+        raise TopicError(str(exc)) from None
     config: dict[str, Any] = {
         **security.client_settings(bootstrap),
         "bootstrap.servers": bootstrap,

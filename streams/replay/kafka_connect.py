@@ -35,6 +35,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
 from streams.kafka import security
+from streams.kafka.tls_check import client_context
 
 LOG = logging.getLogger("streams.kafka")
 """librdkafka's own log. A NullHandler keeps Python's last-resort handler from printing it."""
@@ -135,21 +136,6 @@ def _recv_some(sock: socket.socket, deadline: float) -> bytes | None:
         return None
 
 
-def _tls_context(settings: dict[str, str]) -> ssl.SSLContext:
-    """A client context from a cluster's librdkafka ssl.* settings, as librdkafka checks: the
-    CA of ssl.ca.location (else the system's), the host name unless
-    ssl.endpoint.identification.algorithm is none, the client certificate if given."""
-    context = ssl.create_default_context(cafile=settings.get("ssl.ca.location"))
-    context.check_hostname = settings.get("ssl.endpoint.identification.algorithm") != "none"
-    if settings.get("enable.ssl.certificate.verification") == "false":
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    cert, key = settings.get("ssl.certificate.location"), settings.get("ssl.key.location")
-    if cert:
-        context.load_cert_chain(cert, key or None, settings.get("ssl.key.password"))
-    return context
-
-
 def _probe_one(host: str, port: int, deadline: float, bootstrap: str = "") -> str | None:
     """None when a Kafka broker answered at host:port (or the probe cannot tell), else why not.
     A cluster whose settings say SSL is probed over TLS, and a certificate the settings do not
@@ -169,7 +155,7 @@ def _probe_one(host: str, port: int, deadline: float, bootstrap: str = "") -> st
         return exc.strerror or str(exc)
     if protocol in ("ssl", "sasl_ssl"):
         try:
-            context = _tls_context(settings)
+            context = client_context(settings)
         except (OSError, ssl.SSLError) as exc:
             sock.close()
             return f"cannot load the ssl.* files of [region.kafka]: {exc}"

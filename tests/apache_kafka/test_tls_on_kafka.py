@@ -92,6 +92,17 @@ def test_a_wrong_ca_is_a_clear_error_within_seconds(topo: LocalTopology, tmp_pat
     last = result.stderr.strip().splitlines()[-1]
     assert "certificate is not trusted" in last, result.stderr
     assert took < 15, took
+    # a node whose [region.kafka] names the wrong CA: refused at its start, in one line
+    began = time.monotonic()
+    node = subprocess.run(
+        [sys.executable, "-m", "streams.node", "--topology", str(wrong), "--region", "r1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert node.returncode == 1, node.stderr
+    assert "certificate is not trusted" in node.stderr.strip().splitlines()[-1], node.stderr
+    assert time.monotonic() - began < 15
     # and an untrusted client certificate is refused by the broker
     cert, key = make_certificate(tmp_path, ca, ca_key, "intruder")
     settings = dict(topo.topology.regions[0].kafka) if topo.topology else {}
