@@ -3,18 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
-import redis
-
-from streams import exits, importer, regioncli
-from streams.cluster.layout import slot_runs
-from streams.config import NodeConfig, RegionConfig, Topology, TopologyError, format_shard_set, load
+from streams import exits, importer, regioncli, statuscli
+from streams.config import Topology, TopologyError, load
 from streams.ids import IdMode
 from streams.node.kafka import retention_cli
 from streams.pipeline import verbs as sparkcli
@@ -88,6 +83,7 @@ def _up(args: argparse.Namespace) -> int:
             data_dir=None if external is not None or args.ephemeral else args.data_dir,
             broker=args.broker,
             mirror=args.mirror,
+            tls=args.tls,
         )
     except ValueError as exc:
         print(f"streams up: {exc}", file=sys.stderr)
@@ -109,6 +105,8 @@ def _up(args: argparse.Namespace) -> int:
         if args.metrics:
             _print_metrics(topo)
         print(f"topology file: {topo.topology_path}   (streams status reads it)")
+        if (files := topo.tls_files) is not None:
+            print(f"TLS: redis-cli --tls --cacert {files.ca} --cert {files.cert} --key {files.key}")
         if external is None and args.ephemeral:
             print(
                 "note: --ephemeral: the brokers keep nothing once they stop; stopping them "
@@ -132,19 +130,21 @@ def _print_regions(topology: Topology) -> None:
     and shards, and how a cluster client connects when a region runs several nodes."""
     print(f"{'region':<8} {'id':>3}  {'RESP':<22} {'Kafka bootstrap':<22} id mode")
     for cfg in topology.regions:
-        resp = f"{cfg.bind}:{cfg.resp_port}"
+        resp = cfg.nodes[0].address + ("" if cfg.resp_port else " (TLS)")
         print(f"{cfg.name:<8} {cfg.id:>3}  {resp:<22} {cfg.bootstrap:<22} {cfg.id_mode}")
     print(f"nodes ({topology.shards} shard(s) of the 16384 hash slots):")
     for cfg in topology.regions:
         nodes = ", ".join(
-            f"{node.address} ({_slots_text(topology.shards, node)})" for node in cfg.nodes
+            f"{node.address} ({statuscli.slots_text(topology.shards, node)})" for node in cfg.nodes
         )
         print(f"  {cfg.name}: {nodes}")
     clustered = [cfg for cfg in topology.regions if len(cfg.nodes) > 1]
     if clustered:
         print(
             "cluster clients (redis-cli -c, redis-py RedisCluster) may start at any node of a"
-            f" region and follow MOVED to a key's node: redis-cli -c -p {clustered[0].resp_port}"
+            " region and follow MOVED to a key's node: redis-cli -c"
+            + (" --tls" if not clustered[0].resp_port else "")
+            + f" -p {clustered[0].resp_port or clustered[0].tls_port}"
         )
 
 
@@ -158,85 +158,6 @@ def _print_metrics(topo: LocalTopology) -> None:
             for node, port in zip(cfg.nodes, topo.node_metrics_ports[cfg.id], strict=True)
         )
         print(f"  {cfg.name}: {urls}")
-
-
-def _slots_text(shards: int, node: NodeConfig) -> str:
-    """`slots 0-8191, shards 0-1`: a node's hash slots (as maximal runs) and its shards."""
-    runs = ",".join(f"{r.start}-{r.stop - 1}" for r in slot_runs(shards, node.shards))
-    noun = "shard" if len(node.shards) == 1 else "shards"
-    return f"slots {runs}, {noun} {format_shard_set(node.shards)}"
-
-
-# --- status -----------------------------------------------------------------------------------
-
-
-def _status(args: argparse.Namespace) -> int:
-    path = Path(args.topology) if args.topology else args.state_dir / "topology.toml"
-    try:
-        topology = load(path)
-    except (OSError, TopologyError) as exc:
-        print(f"streams status: {exc} (is `streams up` running?)", file=sys.stderr)
-        return exits.UNRESOLVED
-    code = exits.OK
-    password = args.password or os.environ.get("REDISCLI_AUTH") or None
-    answers = [
-        (cfg, node, _crdt_info(node, args.user, password))
-        for cfg in topology.regions
-        for node in cfg.nodes
-    ]
-    failed = [(cfg, node, a) for cfg, node, a in answers if isinstance(a, redis.RedisError)]
-    if failed:
-        code = exits.UNREACHABLE
-    if failed and len(failed) == len(answers):  # one line on stderr, not one per node
-        what = "; ".join(f"{_node_name(c, n)} on {n.address}: {a}" for c, n, a in failed)
-        print(
-            f"streams status: no node of {path} answered ({what}); is `streams up` running?",
-            file=sys.stderr,
-        )
-        return code
-    removed = ", ".join(g.name for g in topology.removed)
-    print(f"regions: {', '.join(topology.names)}" + (f" (removed: {removed})" if removed else ""))
-    for cfg, node, flat in answers:
-        name = _node_name(cfg, node)
-        if isinstance(flat, redis.RedisError):
-            print(f"{name}: unreachable on {node.address} ({flat})")
-            continue
-        info = {flat[i].decode(): flat[i + 1] for i in range(0, len(flat), 2)}
-        text = {k: v.decode() if isinstance(v, bytes) else str(v) for k, v in info.items()}
-        where = node.address
-        if topology.shards > 1:
-            where += f" ({_slots_text(topology.shards, node)})"
-        print(f"{name} (id {cfg.id}, {text.get('id_mode', '?')}) on {where}")
-        print(f"  applied vector:        {text.get('vector') or '-'}")
-        print(f"  ops waiting (causal):  {text.get('waiting_ops') or '-'}")
-        print(f"  ms since last op from: {text.get('ms_since_last_op') or '-'}")
-        # Per-shard lines, as the node gives them (fields named shard...).
-        for key, value in text.items():
-            if key.startswith("shard"):
-                print(f"  {key}: {value}")
-        for key in ("fenced", "write_fault", "materializer_error"):  # fenced: taken over
-            if text.get(key) and (key == "fenced" or text[key] != text.get("fenced")):
-                print(f"  {key.replace('_', ' ')}: {text[key]}")
-                code = max(code, exits.DIFFERS)
-    return code
-
-
-def _node_name(cfg: RegionConfig, node: NodeConfig) -> str:
-    return cfg.name if len(cfg.nodes) == 1 else f"{cfg.name} node {node.index}"
-
-
-def _crdt_info(node: NodeConfig, user: str | None = None, password: str | None = None) -> Any:
-    """The node's CRDT.INFO reply, or the error that kept it from answering (a wrong password
-    or a user without CRDT.INFO among its ACL rules is named as such)."""
-    client = redis.Redis(
-        host=node.bind, port=node.resp_port, socket_timeout=2, username=user, password=password
-    )
-    try:
-        return client.execute_command("CRDT.INFO")  # type: ignore[no-untyped-call]
-    except redis.RedisError as exc:
-        return exc
-    finally:
-        client.close()
 
 
 # --- demo -------------------------------------------------------------------------------------
@@ -375,6 +296,13 @@ def _main(argv: list[str] | None) -> int:
         "(threads of `streams up`; the default with Tansu)",
     )
     up.add_argument(
+        "--tls",
+        action="store_true",
+        help="TLS everywhere (Apache Kafka only): a CA and a certificate made under "
+        "--data-dir/tls, brokers serving SSL only with client certificates, MirrorMaker 2 over "
+        "SSL, nodes serving RESP over TLS only (redis-cli --tls with the printed files)",
+    )
+    up.add_argument(
         "--ephemeral",
         action="store_true",
         help="the light stack, as `streams demo` and the fast tests run it: Tansu brokers in "
@@ -407,29 +335,7 @@ def _main(argv: list[str] | None) -> int:
         "(python -m streams.node --metrics-port; docs/monitoring.md)",
     )
 
-    status = sub.add_parser(
-        "status",
-        help="each node: applied vectors, ops waiting and replication lag",
-        description="Ask every node of the topology file (the one `streams up` wrote, or "
-        "--topology) for CRDT.INFO and show its applied vector, ops waiting and the time since "
-        "the last op per origin.",
-        epilog=exits.epilog(exits.DIFFERS, exits.UNRESOLVED, exits.UNREACHABLE),
-    )
-    status.add_argument("--topology", help="topology file (default: the one `streams up` wrote)")
-    status.add_argument(
-        "--user", help="authenticate as this user (AUTH user password; default: `default`)"
-    )
-    status.add_argument(
-        "--password",
-        help="authenticate with this password (the nodes' --requirepass, or --user's); "
-        "default: the REDISCLI_AUTH environment variable, as redis-cli reads it",
-    )
-    status.add_argument(
-        "--state-dir",
-        type=Path,
-        default=STATE_DIR,
-        help="where `streams up` wrote topology.toml (default .streams)",
-    )
+    statuscli.add_parser(sub, STATE_DIR)
 
     demo = sub.add_parser(
         "demo",
@@ -472,7 +378,7 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "up":
         return _up(args)
     if args.command == "status":
-        return _status(args)
+        return statuscli.run(args)
     if args.command == "demo":
         return _demo(args)
     print(f"streams {args.command}: not built yet ({NOT_BUILT[args.command]}).", file=sys.stderr)

@@ -175,7 +175,11 @@ class Target:
         address = f"{host}:{port}"
         if address not in self.nodes:
             kwargs = {**self.seed.connection_pool.connection_kwargs, "host": host, "port": port}
-            client = redis.Redis(connection_pool=redis.ConnectionPool(**kwargs))
+            # the seed's connection class too: a rediss:// target's nodes are dialled over TLS
+            seed_class = self.seed.connection_pool.connection_class
+            client = redis.Redis(
+                connection_pool=redis.ConnectionPool(connection_class=seed_class, **kwargs)
+            )
             client.response_callbacks.clear()
             self.nodes[address] = client
         return self.nodes[address]

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from streams.kafka.sizes import TOPIC_MAX_MESSAGE_BYTES
 from topology.broker import BrokerError
+from topology.certs import TlsFiles
 from topology.jvm import DEFAULT_JVM_OPTS, JavaProcess, kafka_libs, write_log4j2
 from topology.ports import free_port
 
@@ -57,8 +58,10 @@ def server_properties(
     controller_port: int,
     extra: dict[str, str] | None = None,
     host: str = "127.0.0.1",
+    tls: TlsFiles | None = None,
 ) -> str:
-    """The node's server.properties (comments say why for what is not Kafka's default)."""
+    """The node's server.properties (comments say why for what is not Kafka's default); with
+    `tls`, the client listener speaks SSL only (`ssl_properties`)."""
     size = str(TOPIC_MAX_MESSAGE_BYTES)
     props: dict[str, str] = {
         # One combined node; a static voter set (controller.quorum.voters) rather than a
@@ -119,8 +122,39 @@ def server_properties(
         "broker.heartbeat.interval.ms": "500",
         "broker.session.timeout.ms": "3000",
     }
+    if tls is not None:
+        props.update(ssl_properties(host, port, controller_port, tls))
     props.update(extra or {})
     return "".join(f"{key}={value}\n" for key, value in props.items())
+
+
+def ssl_properties(host: str, port: int, controller_port: int, tls: TlsFiles) -> dict[str, str]:
+    """The client listener as SSL with client certificates required (mutual TLS: a client
+    without a certificate of the CA is refused), key and certificates as PEM files (Kafka 4
+    reads PEM key stores: no keytool, no JKS). The controller listener stays plaintext: it is
+    bound to loopback and only the node itself speaks to it."""
+    return {
+        "listeners": f"SSL://{host}:{port},CONTROLLER://{host}:{controller_port}",
+        "advertised.listeners": f"SSL://{host}:{port}",
+        "inter.broker.listener.name": "SSL",
+        "listener.security.protocol.map": "SSL:SSL,CONTROLLER:PLAINTEXT",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(tls.bundle),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(tls.ca),
+        "ssl.client.auth": "required",
+    }
+
+
+def client_tls_settings(tls: TlsFiles) -> dict[str, str]:
+    """librdkafka settings of a client of an SSL broker made with `tls` (what a region's
+    `[region.kafka]` holds in a local topology over TLS)."""
+    return {
+        "security.protocol": "SSL",
+        "ssl.ca.location": str(tls.ca),
+        "ssl.certificate.location": str(tls.cert),
+        "ssl.key.location": str(tls.key),
+    }
 
 
 class KafkaBroker:
@@ -138,13 +172,16 @@ class KafkaBroker:
         jvm_opts: Sequence[str] = DEFAULT_JVM_OPTS,
         host: str = "127.0.0.1",
         netns: str | None = None,
+        tls: TlsFiles | None = None,
     ) -> None:
         """`data_dir`: where the node keeps its log dir, config and log (formatted on the first
         start, served again on later ones); None for a temporary directory removed by stop().
         `extra_config`: server.properties entries overriding ours (e.g. log.flush.*). `host`:
         the address it listens on and advertises; `netns`: a network namespace to run it in
-        (a test host of its own: the fault tests cut its link)."""
+        (a test host of its own: the fault tests cut its link); `tls`: serve clients over SSL
+        only, with these certificates (`topology.certs`)."""
         self.name = name
+        self.tls = tls
         self.host = host
         self.netns = netns
         self.port = port or free_port()
@@ -197,7 +234,7 @@ class KafkaBroker:
         config = base / "server.properties"
         config.write_text(
             server_properties(
-                log_dir, self.port, self.controller_port, self.extra_config, self.host
+                log_dir, self.port, self.controller_port, self.extra_config, self.host, self.tls
             )
         )
         log4j2 = base / "log4j2.xml"
@@ -250,6 +287,7 @@ class KafkaBroker:
 
         admin = AdminClient(
             {
+                **(client_tls_settings(self.tls) if self.tls is not None else {}),
                 "bootstrap.servers": self.bootstrap,
                 "socket.connection.setup.timeout.ms": 1000,
                 "reconnect.backoff.ms": 50,

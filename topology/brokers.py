@@ -20,6 +20,7 @@ from typing import NamedTuple, Protocol
 
 from topology.apache_kafka import KafkaBroker
 from topology.broker import BrokerError, EmbeddedBroker
+from topology.certs import TlsFiles
 
 BROKERS = ("kafka", "tansu")
 
@@ -58,13 +59,20 @@ def make_broker(
     name: str,
     data_dir: Path | None = None,
     host: BrokerHost | None = None,
+    tls: TlsFiles | None = None,
 ) -> Broker:
     """Region `name`'s broker of `kind`: Apache Kafka (durable in `data_dir`, else in a
-    temporary directory; on `host` if given) or Tansu (in memory: no `data_dir`)."""
+    temporary directory; on `host` if given; SSL only with `tls`) or Tansu (in memory: no
+    `data_dir`, no TLS)."""
     if kind == "kafka":
         if host is None:
-            return KafkaBroker(name, data_dir=data_dir)
-        return KafkaBroker(name, data_dir=data_dir, host=host.address, netns=host.netns)
+            return KafkaBroker(name, data_dir=data_dir, tls=tls)
+        return KafkaBroker(name, data_dir=data_dir, host=host.address, netns=host.netns, tls=tls)
+    if tls is not None:
+        raise ValueError(
+            "TLS between nodes and brokers needs broker='kafka' (Apache Kafka): the embedded"
+            " Tansu is run in plaintext here (its --cert/--key options are not wired or tested)"
+        )
     if host is not None:
         raise ValueError("a broker on a host of its own is an Apache Kafka broker (broker='kafka')")
     if kind == "tansu":

@@ -38,10 +38,14 @@ from redis.cluster import ClusterNode, RedisCluster
 
 from streams.cluster.layout import spread
 from streams.config import MAX_SHARDS, NodeConfig, RegionConfig, Topology, dumps
+from streams.config.kafka import DEFAULT_COMPRESSION
 from streams.config.retention import parse_retention
 from streams.node.kafka import log_retention
+from streams.resp.tls import TlsOptions
 from topology import regions as region_changes
+from topology.apache_kafka import client_tls_settings
 from topology.brokers import BROKERS, Broker, BrokerHost, make_broker, restartable
+from topology.certs import TlsFiles, make_tls_files
 from topology.datadir import DataDirLock, in_parallel
 from topology.mirror import MirrorSet
 from topology.node_procs import NodeProcesses, TopologyError
@@ -77,6 +81,8 @@ class LocalTopology(NodeProcesses):
         mirror: str = "embedded",
         broker_hosts: dict[int, BrokerHost] | None = None,
         retention: dict[str, int] | None = None,
+        tls: bool = False,
+        compression: str | None = None,
     ) -> None:
         """`external`: run nodes and mirrors for an existing topology (its own Kafka clusters)
         instead of starting embedded brokers (its file decides shards and nodes); `port_base`:
@@ -95,7 +101,13 @@ class LocalTopology(NodeProcesses):
         `mirror`: "embedded" or "mm2" (`topology.replication`); `broker_hosts`: per region, a
         network namespace and address to run its (Apache Kafka) broker on. `retention`: the
         topology file's `[retention]` table (`{"snapshots": N, "tail_seconds": S}`,
-        `streams.config.retention`), applied by `apply_retention()`."""
+        `streams.config.retention`), applied by `apply_retention()`.
+        `tls`: TLS
+        everywhere (Apache Kafka only): a CA and a certificate under `data_dir/tls` (or the work
+        directory), brokers serving SSL only with client certificates required, nodes serving
+        RESP over TLS only (`.ports` are TLS ports, `client(i)` speaks TLS, `.tls_ca` is the CA
+        file), mirrors and MirrorMaker 2 over SSL (`topology.certs`). `compression`: the op logs'
+        compression.type ([topology] compression; None: the default)."""
         self.broker_hosts = dict(broker_hosts or {})
         self.retention = None if retention is None else parse_retention(retention)
         if broker not in BROKERS:
@@ -104,6 +116,20 @@ class LocalTopology(NodeProcesses):
             raise ValueError(f"mirror must be one of {', '.join(MIRRORS)}, not {mirror!r}")
         self.broker = broker
         self.mirror = mirror
+        if tls and broker != "kafka":
+            raise ValueError(
+                "tls=True needs broker='kafka': the embedded Tansu runs in plaintext here (its"
+                " --cert/--key options are not wired or tested)"
+            )
+        if tls and external is not None:
+            raise ValueError(
+                "tls=True makes certificates for embedded brokers; an external topology says"
+                " its own TLS settings ([region.tls], [region.kafka])"
+            )
+        self.tls = tls
+        self.compression = compression
+        self.tls_files: TlsFiles | None = None
+        """The CA, certificate and key of a topology over TLS (None: plaintext)."""
         if external is not None:
             regions = len(external.regions)
             if (shards, nodes) != (1, 1):
@@ -183,8 +209,8 @@ class LocalTopology(NodeProcesses):
         brokers = self._start_brokers()
         for cfg in self.topology.regions:
             self.names[cfg.id] = cfg.name
-            self.ports[cfg.id] = cfg.resp_port
-            self.node_ports[cfg.id] = [node.resp_port for node in cfg.nodes]
+            self.ports[cfg.id] = cfg.resp_port or cfg.tls_port
+            self.node_ports[cfg.id] = [node.resp_port or node.tls_port for node in cfg.nodes]
             self.bootstrap[cfg.id] = cfg.bootstrap
             if self.metrics:
                 self.node_metrics_ports[cfg.id] = [free_port() for _ in cfg.nodes]
@@ -222,6 +248,11 @@ class LocalTopology(NodeProcesses):
         return thread
 
     @property
+    def tls_ca(self) -> str | None:
+        """The CA file clients of a topology over TLS trust (None: plaintext)."""
+        return None if self.tls_files is None else str(self.tls_files.ca)
+
+    @property
     def mirrors(self) -> MirrorSet | None:
         """The embedded mirrors (`mirror="embedded"`), for tests that drive one pair."""
         replication = self.replication
@@ -237,39 +268,54 @@ class LocalTopology(NodeProcesses):
         if self.data_dir is not None:
             self._lock = DataDirLock(self.data_dir)
             self._lock.acquire()
+        if self.tls:
+            self.workdir.mkdir(parents=True, exist_ok=True)
+            base = self.data_dir if self.data_dir is not None else self.workdir
+            self.tls_files = make_tls_files(base / "tls")
         for i in range(1, self.n + 1):
             own = None if self.data_dir is None else self.data_dir / f"r{i}" / "kafka"
-            self.brokers[i] = make_broker(self.broker, f"r{i}", own, self.broker_hosts.get(i))
+            self.brokers[i] = make_broker(
+                self.broker, f"r{i}", own, self.broker_hosts.get(i), self.tls_files
+            )
         for i, broker in self.brokers.items():
             self.bootstrap[i] = broker.bootstrap
             self.node_ports[i] = [
                 free_port() if self.port_base is None else self.port_base + (i - 1) * count + k
                 for k in range(count)
             ]
+        files = self.tls_files
+        # Over TLS every node serves RESP over TLS only (resp_port 0, as Redis's `port 0`).
+        plain, secure = (0, 1) if files is not None else (1, 0)
         return Topology(
             regions=tuple(
                 RegionConfig(
                     name=f"r{i}",
                     id=i,
                     bootstrap=self.bootstrap[i],
-                    resp_port=self.node_ports[i][0],
+                    resp_port=self.node_ports[i][0] * plain,
+                    tls_port=self.node_ports[i][0] * secure,
                     id_mode=self.id_mode,
                     alias=f"c{i}",
                     # One node: the region's default node (its file reads as before shards).
                     nodes=tuple(
-                        NodeConfig(k, "127.0.0.1", port, group)
+                        NodeConfig(k, "127.0.0.1", port * plain, group, tls_port=port * secure)
                         for k, (port, group) in enumerate(
                             zip(self.node_ports[i], self._groups, strict=True)
                         )
                     )
                     if count > 1
                     else (),
+                    tls=TlsOptions(str(files.cert), str(files.key), str(files.ca))
+                    if files is not None
+                    else TlsOptions(),
+                    kafka=client_tls_settings(files) if files is not None else {},
                 )
                 for i in range(1, self.n + 1)
             ),
             mirror_naming=self.mirror_naming,
             shards=self.shards,
             retention=self.retention,
+            compression=self.compression or DEFAULT_COMPRESSION,
         )
 
     def crash(self) -> None:
@@ -353,6 +399,7 @@ class LocalTopology(NodeProcesses):
                 protocol=2,
                 username=self.username,
                 password=self.password,
+                **self._tls_client_options(),
             )
         return self._cluster_clients[i]
 
@@ -369,6 +416,7 @@ class LocalTopology(NodeProcesses):
                 protocol=2,
                 username=self.username,
                 password=self.password,
+                **self._tls_client_options(),
             )
         return self._clients[(i, node)]
 

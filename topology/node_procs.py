@@ -9,9 +9,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
+
+from topology.certs import TlsFiles
 
 
 class TopologyError(RuntimeError):
@@ -31,6 +34,20 @@ class NodeProcesses:
     _procs: dict[tuple[int, int], subprocess.Popen[bytes]]
     _clients: dict[tuple[int, int], redis.Redis]
     _cluster_clients: dict[int, RedisCluster]
+    tls_files: TlsFiles | None
+
+    def _tls_client_options(self) -> dict[str, Any]:
+        """redis-py options of a client of a topology over TLS (its CA, its certificate: the
+        nodes require one), else none."""
+        files = self.tls_files
+        if files is None:
+            return {}
+        return {
+            "ssl": True,
+            "ssl_ca_certs": str(files.ca),
+            "ssl_certfile": str(files.cert),
+            "ssl_keyfile": str(files.key),
+        }
 
     def _ports_of(self, i: int) -> list[int]:
         gone = getattr(self, "removed", {}).get(i)
@@ -109,7 +126,12 @@ class NodeProcesses:
     def _wait_ready(self, i: int, timeout: float = 60, node: int = 0) -> None:
         deadline = time.monotonic() + timeout
         name = self._node_name(i, node)
-        probe = redis.Redis(host="127.0.0.1", port=self._ports_of(i)[node], socket_timeout=1)
+        probe = redis.Redis(
+            host="127.0.0.1",
+            port=self._ports_of(i)[node],
+            socket_timeout=1,
+            **self._tls_client_options(),
+        )
         try:
             while True:
                 proc = self._procs[(i, node)]

@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from streams.config.kafka import DEFAULT_COMPRESSION
 from streams.config.nodes import (
     SHARD_SET_FORMS,
     NodeConfig,
@@ -17,6 +18,7 @@ from streams.config.nodes import (
     parse_shard_set,
 )
 from streams.config.retention import parse_retention, retention_lines
+from streams.config.tls import TlsConfigError, TlsOptions
 from streams.config.topology import (
     DEFAULT_BIND,
     OPTIONAL_NODE_KEYS,
@@ -83,6 +85,7 @@ def _from_document(doc: dict[str, Any]) -> Topology:
         min_insync_replicas=head.get("min_insync_replicas"),
         retention=parse_retention(doc.get("retention")),
         removed=_removed(doc.get("removed", [])),
+        **({"compression": head["compression"]} if "compression" in head else {}),
     )
 
 
@@ -112,6 +115,7 @@ def _region(raw: object, index: int, shards: int) -> RegionConfig:
             f"{where}: unknown key(s) {', '.join(map(repr, unknown))} (known: {known})"
         )
     fields = dict(raw)
+    fields["tls"] = _tls(fields.pop("tls", {}), where)
     raw_nodes = fields.pop("node", [])
     if not isinstance(raw_nodes, list):
         raise TopologyError(f"{where}: 'node' must be an array of tables: write [[region.node]]")
@@ -124,6 +128,8 @@ def _region(raw: object, index: int, shards: int) -> RegionConfig:
     )
     if nodes and "resp_port" not in fields:
         fields["resp_port"] = nodes[0].resp_port  # the region's port is its first node's
+    if nodes and "tls_port" not in fields:
+        fields["tls_port"] = nodes[0].tls_port
     missing = [key for key in REQUIRED_REGION_KEYS if key not in fields]
     if missing:
         raise TopologyError(f"{where}: missing field(s) {', '.join(map(repr, missing))}")
@@ -163,10 +169,37 @@ def _node(raw: object, index: int, where: str, bind: str, shards: int, count: in
         )
     try:
         return NodeConfig(
-            index, raw.get("bind", bind), raw["resp_port"], owned, raw.get("announce", "")
+            index,
+            raw.get("bind", bind),
+            raw["resp_port"],
+            owned,
+            raw.get("announce", ""),
+            raw.get("tls_port", 0),
         )
     except TopologyError as exc:
         raise TopologyError(f"{where}:" + str(exc).split(":", 1)[1]) from None
+
+
+TLS_KEYS = ("cert_file", "key_file", "ca_cert_file", "auth_clients")
+
+
+def _tls(raw: object, where: str) -> TlsOptions:
+    """`[region.tls]`: the node's TLS files, as Redis's tls-* options name them."""
+    if not isinstance(raw, dict):
+        raise TopologyError(f"{where}: 'tls' must be a table: write [region.tls]")
+    unknown = sorted(set(raw) - set(TLS_KEYS))
+    if unknown:
+        raise TopologyError(
+            f"{where}: [region.tls]: unknown key(s) {', '.join(map(repr, unknown))}"
+            f" (known: {', '.join(TLS_KEYS)})"
+        )
+    for key, value in raw.items():
+        if not isinstance(value, str):
+            raise TopologyError(f"{where}: [region.tls] {key!r} must be a string")
+    try:
+        return TlsOptions(**raw)
+    except TlsConfigError as exc:
+        raise TopologyError(f"{where}: [region.tls]: {exc}") from None
 
 
 def _toml_string(value: str) -> str:
@@ -200,6 +233,8 @@ def dumps(topology: Topology) -> str:
         lines.append(f"replication_factor = {topology.replication_factor}")
     if topology.min_insync_replicas is not None:
         lines.append(f"min_insync_replicas = {topology.min_insync_replicas}")
+    if topology.compression != DEFAULT_COMPRESSION:
+        lines.append(f"compression = {_toml_string(topology.compression)}")
     for region in topology.regions:
         lines += [
             "",
@@ -212,7 +247,19 @@ def dumps(topology: Topology) -> str:
             f"alias = {_toml_string(region.alias)}",
             f"bind = {_toml_string(region.bind)}",
             *([f"signing_key = {_toml_string(region.signing_key)}"] if region.signing_key else []),
+            *([f"tls_port = {region.tls_port}"] if region.tls_port else []),
         ]
+        if region.tls != TlsOptions():
+            lines += ["", "[region.tls]"] + [
+                f"{key} = {_toml_string(getattr(region.tls, key))}"
+                for key in TLS_KEYS
+                if getattr(region.tls, key)
+            ]
+        if region.kafka:
+            lines += ["", "[region.kafka]"] + [
+                f"{_toml_string(key)} = {_toml_string(value)}"
+                for key, value in region.kafka.items()
+            ]
         if region._default_nodes(topology.shards):
             continue
         for node in region.nodes:
@@ -223,6 +270,7 @@ def dumps(topology: Topology) -> str:
                 f"bind = {_toml_string(node.bind)}",
                 f"shards = {_toml_string(format_shard_set(node.shards))}",
                 *([f"announce = {_toml_string(node.announce)}"] if node.announce else []),
+                *([f"tls_port = {node.tls_port}"] if node.tls_port else []),
             ]
     lines += retention_lines(topology.retention)
     for gone in topology.removed:

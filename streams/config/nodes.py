@@ -23,11 +23,20 @@ def is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_port(where: str, value: object) -> None:
-    if not is_int(value) or not 1 <= value <= 65535:  # type: ignore[operator]
+def check_port(where: str, value: object, name: str = "resp_port", low: int = 1) -> None:
+    """A port field: 1..65535, or `low` = 0 where 0 means "not served" (`tls_port`, and
+    `resp_port` beside a TLS port, as Redis's `port 0`)."""
+    if not is_int(value) or not low <= value <= 65535:  # type: ignore[operator]
         raise TopologyError(
-            f"{where}: field 'resp_port' must be an integer in 1..65535, got {value!r}"
+            f"{where}: field {name!r} must be an integer in {low}..65535, got {value!r}"
         )
+
+
+def check_ports(where: str, resp_port: object, tls_port: object) -> None:
+    """`resp_port` (plaintext RESP) and `tls_port` (RESP over TLS): 0 switches one off, not
+    both."""
+    check_port(where, tls_port, "tls_port", low=0)
+    check_port(where, resp_port, low=0 if tls_port else 1)
 
 
 def check_bind(where: str, value: object) -> None:
@@ -110,6 +119,8 @@ class NodeConfig:
     """The host clients and the region's other nodes reach this node at (CLUSTER SLOTS, MOVED),
     as Redis's `cluster-announce-ip`: needed when it binds 0.0.0.0 or sits behind NAT or in a
     container; "" means `bind`."""
+    tls_port: int = 0
+    """RESP over TLS (`tls-port`); 0: none. With it `resp_port` may be 0 (no plaintext)."""
     implicit: bool = field(default=False, compare=False, repr=False, kw_only=True)
 
     def __post_init__(self) -> None:
@@ -120,7 +131,9 @@ class NodeConfig:
             )
         where = f"node {self.index}"
         check_bind(where, self.bind)
-        check_port(where, self.resp_port)
+        check_ports(where, self.resp_port, self.tls_port)
+        if self.resp_port and self.resp_port == self.tls_port:
+            raise TopologyError(f"{where}: resp_port and tls_port are both {self.resp_port}")
         if not isinstance(self.announce, str):
             raise TopologyError(
                 f"{where}: field 'announce' must be a string, got {self.announce!r}"
@@ -142,8 +155,14 @@ class NodeConfig:
 
     @property
     def address(self) -> str:
-        """`bind:port`, as printed and as a client connects (on the host the node runs on)."""
-        return f"{self.bind}:{self.resp_port}"
+        """`bind:port`, as printed and as a client connects (on the host the node runs on); the
+        TLS port when the node serves no plaintext."""
+        return f"{self.bind}:{self.resp_port or self.tls_port}"
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        """Every port the node listens on (plaintext, TLS)."""
+        return tuple(port for port in (self.resp_port, self.tls_port) if port)
 
     @property
     def announced(self) -> str:

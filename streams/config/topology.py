@@ -15,6 +15,8 @@ silently never converge or keys that no node serves.
                                    # (default: the broker's default.replication.factor)
     min_insync_replicas = 2        # optional: the topics' min.insync.replicas (default: the
                                    # broker's); writes use acks=all, so a commit needs this many
+    compression = "zstd"           # op-log producers' and mirrors' compression.type: none,
+                                   # lz4 or zstd (default zstd; docs/benchmarks.md, "Compression")
 
     [[region]]
     name = "r1"
@@ -28,6 +30,24 @@ silently never converge or keys that no node serves.
                                    # and every reader refuses this region's records unsigned or
                                    # wrongly signed (streams/kafka/gate.py)
 
+    tls_port = 6443                # optional: RESP over TLS (the first node's); resp_port = 0
+                                   # then switches plaintext off, as Redis's `port 0`
+
+    [region.tls]                   # optional: the node's TLS files (Redis's tls-* options;
+    cert_file = "node.pem"         # `python -m streams.node --tls-*` overrides them)
+    key_file = "node.key"
+    ca_cert_file = "ca.pem"        # the CA client certificates must be signed by
+    auth_clients = "yes"           # yes (default) | optional | no
+
+    [region.kafka]                 # optional: librdkafka properties of every Kafka client
+    "security.protocol" = "SSL"    # made for this region's cluster (node, mirror, CLI tools,
+    "ssl.ca.location" = "ca.pem"   # importer) and, as Java properties, MirrorMaker 2's
+    "ssl.certificate.location" = "client.pem"
+    "ssl.key.location" = "client.key"
+    # SASL: "sasl.mechanism", "sasl.username", and the password from a file or the environment
+    # ("sasl.password.file" = "/run/secrets/kafka", "sasl.password.env" = "KAFKA_PASSWORD")
+    # rather than "sasl.password" in the file: it is never printed or put on a command line
+
     [[region.node]]                # node 0 (`python -m streams.node ... --node 0`)
     resp_port = 6380               # required; distinct bind:port per node of the region
     shards = "0-1"                 # required with several nodes: "0-3", "0,2", "4-7,9"
@@ -38,6 +58,7 @@ silently never converge or keys that no node serves.
     shards = "2-3"
     announce = "10.0.0.7"          # optional: the host clients reach it at (CLUSTER SLOTS, MOVED),
                                    # as Redis's cluster-announce-ip; default: bind
+    tls_port = 6453                # optional: this node's RESP-over-TLS port
 
     [retention]                    # optional (streams/config/retention.py): what
     snapshots = 3                  # `streams retention apply` may delete from the op logs
@@ -61,18 +82,21 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
+from streams.config.kafka import COMPRESSIONS, DEFAULT_COMPRESSION, check_kafka_settings
 from streams.config.nodes import (
     MAX_SHARDS,
     NodeConfig,
     TopologyError,
     check_bind,
-    check_port,
+    check_ports,
     check_shard_count,
     format_shard_set,
     is_int,
     parse_shard_set,
 )
 from streams.config.retention import RetentionPolicy
+from streams.config.tls import TlsOptions
+from streams.kafka.security import register_topology
 
 __all__ = [
     "MAX_SHARDS",
@@ -88,10 +112,25 @@ __all__ = [
 ID_MODES = ("strict", "semi-strict", "liberal")
 MIRROR_NAMINGS = ("identity", "default")
 REQUIRED_REGION_KEYS = ("name", "id", "bootstrap", "resp_port")
-OPTIONAL_REGION_KEYS = ("id_mode", "alias", "bind", "node", "signing_key")
+OPTIONAL_REGION_KEYS = (
+    "id_mode",
+    "alias",
+    "bind",
+    "node",
+    "signing_key",
+    "tls_port",
+    "tls",
+    "kafka",
+)
 REQUIRED_NODE_KEYS = ("resp_port",)
-OPTIONAL_NODE_KEYS = ("bind", "shards", "announce")
-TOPOLOGY_KEYS = ("mirror_naming", "shards", "replication_factor", "min_insync_replicas")
+OPTIONAL_NODE_KEYS = ("bind", "shards", "announce", "tls_port")
+TOPOLOGY_KEYS = (
+    "mirror_naming",
+    "shards",
+    "replication_factor",
+    "min_insync_replicas",
+    "compression",
+)
 DEFAULT_BIND = "127.0.0.1"
 # Names become topic-name parts (`r1.oplog`, `A.r1.oplog`): no dot, or a mirrored topic name
 # would be ambiguous; only characters Kafka accepts in topic names.
@@ -138,6 +177,13 @@ class RegionConfig:
     nodes: tuple[NodeConfig, ...] = ()
     signing_key: str = ""
     """Hex of the key that signs this region's op records ("": not signed)."""
+    tls_port: int = 0
+    """The first node's RESP-over-TLS port (0: none)."""
+    tls: TlsOptions = field(default_factory=TlsOptions)
+    """The nodes' TLS files (`[region.tls]`)."""
+    kafka: dict[str, str] = field(default_factory=dict, repr=False, hash=False)
+    """librdkafka properties of every client of this region's cluster (`[region.kafka]`); not
+    in repr: it may hold a password."""
 
     def __post_init__(self) -> None:
         where = _where(None, self.name)
@@ -155,7 +201,10 @@ class RegionConfig:
                 f"{where}: field 'bootstrap' must be 'host:port' (comma-separated for several"
                 f" brokers), got {self.bootstrap!r}"
             )
-        check_port(where, self.resp_port)
+        check_ports(where, self.resp_port, self.tls_port)
+        if not isinstance(self.tls, TlsOptions):
+            raise TopologyError(f"{where}: tls must be TlsOptions, got {self.tls!r}")
+        object.__setattr__(self, "kafka", check_kafka_settings(where, self.kafka))
         if self.id_mode not in ID_MODES:
             raise TopologyError(
                 f"{where}: field 'id_mode' must be one of {', '.join(ID_MODES)},"
@@ -190,7 +239,11 @@ class RegionConfig:
                 raise TopologyError(f"{where}: nodes must be NodeConfig objects, got {node!r}")
         if not nodes or (len(nodes) == 1 and nodes[0].implicit):
             shards = nodes[0].shards if nodes else (0,)
-            return (NodeConfig(0, self.bind, self.resp_port, shards, implicit=True),)
+            return (
+                NodeConfig(
+                    0, self.bind, self.resp_port, shards, tls_port=self.tls_port, implicit=True
+                ),
+            )
         addresses: dict[tuple[str, int], int] = {}
         owners: dict[int, int] = {}
         for position, node in enumerate(nodes):
@@ -199,11 +252,12 @@ class RegionConfig:
                     f"{where}: node #{position} has index {node.index}; nodes are numbered"
                     " 0, 1, ... in order"
                 )
-            other = addresses.setdefault((node.bind, node.resp_port), node.index)
-            if other != node.index:
-                raise TopologyError(
-                    f"{where}: nodes {other} and {node.index} both listen on {node.address}"
-                )
+            for port in node.ports:
+                other = addresses.setdefault((node.bind, port), node.index)
+                if other != node.index:
+                    raise TopologyError(
+                        f"{where}: nodes {other} and {node.index} both listen on {node.bind}:{port}"
+                    )
             for shard in node.shards:
                 owner = owners.setdefault(shard, node.index)
                 if owner != node.index:
@@ -216,6 +270,12 @@ class RegionConfig:
                 f"{where}: field 'resp_port' is {self.resp_port} but its first node listens on"
                 f" {nodes[0].resp_port}: a region's resp_port is its first node's"
             )
+        if self.tls_port and nodes[0].tls_port != self.tls_port:
+            raise TopologyError(
+                f"{where}: field 'tls_port' is {self.tls_port} but its first node's is"
+                f" {nodes[0].tls_port}: a region's tls_port is its first node's"
+            )
+        object.__setattr__(self, "tls_port", nodes[0].tls_port)
         return nodes
 
     def node(self, index: int) -> NodeConfig:
@@ -261,7 +321,9 @@ class RegionConfig:
     def _default_nodes(self, shards: int) -> bool:
         """True when the region runs the one node it gets without [[region.node]] tables (on
         its bind and resp_port, owning all `shards`): `dumps` then writes no node table."""
-        default = NodeConfig(0, self.bind, self.resp_port, tuple(range(shards)))
+        default = NodeConfig(
+            0, self.bind, self.resp_port, tuple(range(shards)), tls_port=self.tls_port
+        )
         return self.nodes == (default,)
 
 
@@ -307,6 +369,8 @@ class Topology:
     """The `[retention]` table (`streams.config.retention`); None: op logs keep everything."""
     removed: tuple[RemovedRegion, ...] = ()
     """Regions that left (`[[removed]]` tables): never reused, their old records still valid."""
+    compression: str = DEFAULT_COMPRESSION
+    """compression.type of the op-log producers and the mirrors (`streams.config.kafka`)."""
     _by_name: dict[str, RegionConfig] = field(init=False, repr=False, compare=False)
     _by_id: dict[int, RegionConfig] = field(init=False, repr=False, compare=False)
 
@@ -318,6 +382,11 @@ class Topology:
                 f" got {self.mirror_naming!r}"
             )
         check_shard_count(self.shards)
+        if self.compression not in COMPRESSIONS:
+            raise TopologyError(
+                f"[topology]: field 'compression' must be one of {', '.join(COMPRESSIONS)},"
+                f" got {self.compression!r}"
+            )
         check_replication(self.replication_factor, self.min_insync_replicas)
         if not self.regions:
             raise TopologyError("no regions: add at least one [[region]] table")
@@ -361,6 +430,7 @@ class Topology:
                 )
         object.__setattr__(self, "_by_name", by_name)
         object.__setattr__(self, "_by_id", by_id)
+        register_topology(self)
 
     @property
     def names(self) -> list[str]:

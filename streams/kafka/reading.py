@@ -48,6 +48,8 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from streams.kafka import security
+
 log = logging.getLogger(__name__)
 
 FETCH_MAX_BYTES = 128 * 1024 * 1024
@@ -81,6 +83,7 @@ def consumer_config(
     required by librdkafka but never joined nor committed), read_committed, EOF events, fetch
     limits that take the largest record, and the given fetch wait."""
     config: dict[str, object] = {
+        **security.client_settings(bootstrap),
         "bootstrap.servers": bootstrap,
         "group.id": group_id,
         "enable.auto.commit": False,

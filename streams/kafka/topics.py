@@ -38,7 +38,9 @@ from confluent_kafka.admin._config import ConfigResource
 from confluent_kafka.admin._resource import ResourceType
 from confluent_kafka.cimpl import NewTopic
 
+from streams.kafka import security
 from streams.kafka.sizes import TOPIC_MAX_MESSAGE_BYTES
+from streams.kafka.tls_check import wait_for_tls
 
 OPLOG_SUFFIX = ".oplog"
 LOCAL_SUFFIX = ".local"
@@ -152,7 +154,11 @@ def describe_topic_configs(
 ) -> dict[str, dict[str, str]]:
     """The configs the broker reports for each of `names` (Tansu: only those set at creation;
     Kafka: all); raises TopicError when the broker cannot describe one."""
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _kafka_log}
+    config: dict[str, Any] = {
+        **security.client_settings(bootstrap),
+        "bootstrap.servers": bootstrap,
+        "logger": _kafka_log,
+    }
     return _describe(AdminClient(config), bootstrap, list(names), timeout)
 
 
@@ -226,7 +232,11 @@ def ensure_topics(
     if not wanted:
         return []
     # Typed loosely: the stubs do not list `logger`, which keeps librdkafka's chatter in logging.
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _kafka_log}
+    config: dict[str, Any] = {
+        **security.client_settings(bootstrap),
+        "bootstrap.servers": bootstrap,
+        "logger": _kafka_log,
+    }
     admin = AdminClient(config)
     deadline = time.monotonic() + timeout
     existing = _partition_counts(admin, bootstrap, timeout)
@@ -290,7 +300,15 @@ def _check_lossless(admin: AdminClient, bootstrap: str, names: list[str], timeou
 def cluster_id_of(bootstrap: str, timeout: float = 30.0) -> str | None:
     """The Kafka cluster's id, as its metadata reports it (None when the broker names none):
     what every stored position is tied to (`streams.kafka.clusters`)."""
-    config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _kafka_log}
+    try:
+        wait_for_tls(bootstrap, timeout)  # a certificate problem now, in one line
+    except ConnectionError as exc:
+        raise TopicError(str(exc)) from None
+    config: dict[str, Any] = {
+        **security.client_settings(bootstrap),
+        "bootstrap.servers": bootstrap,
+        "logger": _kafka_log,
+    }
     try:
         metadata = AdminClient(config).list_topics(timeout=timeout)
     except KafkaException as exc:

@@ -29,6 +29,7 @@ from streams.node.node import (
 from streams.node.pipeline.auth import AuthConfig
 from streams.node.runtime.oplog import RecordAt, parse_record_at
 from streams.node.runtime.writepath import DEFAULT_WRITE_TIMEOUT_S
+from streams.resp.tls import AUTH_CLIENTS, TlsOptions
 from streams.snapshot import SnapshotError
 
 EXIT_LIVE_WRITER = 3
@@ -60,6 +61,8 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
             skip_records=frozenset(args.skip_record),
             bind=args.bind,
             port=args.port,
+            tls_port=args.tls_port,
+            tls=_tls_options(args, topology.region(region).tls),
             auth=auth,
             takeover=args.takeover,
             write_timeout=args.write_timeout,
@@ -88,12 +91,26 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
         await node.stop()
         return 1
     gc.freeze()  # the state loaded at boot is never walked by the collector again
-    print(f"region {region} ready on {node.bind}:{node.port}", flush=True)
+    print(f"region {region} ready on {node.endpoints}", flush=True)
     await stop.wait()
     await node.stop()
     if exporter is not None:
         exporter.close()
     return 0
+
+
+def _tls_options(args: argparse.Namespace, region: TlsOptions) -> TlsOptions:
+    """The region's `[region.tls]` with the `--tls-*` options given on top."""
+    return TlsOptions(
+        cert_file=args.tls_cert_file if args.tls_cert_file is not None else region.cert_file,
+        key_file=args.tls_key_file if args.tls_key_file is not None else region.key_file,
+        ca_cert_file=(
+            args.tls_ca_cert_file if args.tls_ca_cert_file is not None else region.ca_cert_file
+        ),
+        auth_clients=(
+            args.tls_auth_clients if args.tls_auth_clients is not None else region.auth_clients
+        ),
+    )
 
 
 def _node_index(topology: Topology, region: str, node: int | None, shards: str | None) -> int:
@@ -218,7 +235,40 @@ def main(argv: list[str] | None = None) -> int:
         "--bind", default=None, help="RESP bind address (default: the topology's, 127.0.0.1)"
     )
     parser.add_argument(
-        "--port", type=int, default=None, help="RESP port (default: the topology's resp_port)"
+        "--port",
+        type=int,
+        default=None,
+        help="RESP port (default: the topology's resp_port); 0: no plaintext port (with "
+        "--tls-port), as Redis's `port 0`",
+    )
+    parser.add_argument(
+        "--tls-port",
+        type=int,
+        default=None,
+        metavar="P",
+        help="serve RESP over TLS on P too (default: the topology's tls_port; 0: none)",
+    )
+    parser.add_argument(
+        "--tls-cert-file",
+        default=None,
+        metavar="FILE",
+        help="the node's certificate chain, PEM (default: the region's [region.tls] cert_file)",
+    )
+    parser.add_argument(
+        "--tls-key-file", default=None, metavar="FILE", help="the certificate's private key, PEM"
+    )
+    parser.add_argument(
+        "--tls-ca-cert-file",
+        default=None,
+        metavar="FILE",
+        help="CA certificates that client certificates must chain to, PEM",
+    )
+    parser.add_argument(
+        "--tls-auth-clients",
+        default=None,
+        metavar="yes|no|optional",
+        help="yes (Redis's default): a client must present a certificate signed by the CA; "
+        "optional: checked when presented; no: not asked for",
     )
     parser.add_argument(
         "--metrics-port",
@@ -252,8 +302,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--write-timeout must be within (0, 3600], got {args.write_timeout:g}")
     if not args.catch_up_timeout > 0:
         parser.error(f"--catch-up-timeout must be positive, got {args.catch_up_timeout:g}")
-    if args.port is not None and not 0 < args.port < 65536:
-        parser.error(f"--port must be within 1..65535, got {args.port}")
+    if args.port is not None and not 0 <= args.port < 65536:
+        parser.error(f"--port must be within 0..65535, got {args.port}")
+    if args.tls_port is not None and not 0 <= args.tls_port < 65536:
+        parser.error(f"--tls-port must be within 0..65535, got {args.tls_port}")
+    if args.tls_auth_clients is not None and args.tls_auth_clients not in AUTH_CLIENTS:
+        parser.error(
+            f"--tls-auth-clients must be one of {', '.join(AUTH_CLIENTS)},"
+            f" got {args.tls_auth_clients!r}"
+        )
     if args.metrics_port is not None and not 0 <= args.metrics_port < 65536:
         parser.error(f"--metrics-port must be within 0..65535, got {args.metrics_port}")
     try:

@@ -22,6 +22,7 @@ import asyncio
 import dataclasses
 import logging
 import secrets
+import ssl
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -64,8 +65,9 @@ from streams.node.runtime.waiters import Waiters
 from streams.node.runtime.writepath import DEFAULT_WRITE_TIMEOUT_S
 from streams.node.topology_watch import TopologyWatch
 from streams.reply import Reply
-from streams.resp.limits import Limits
+from streams.resp.limits import Connections, Limits
 from streams.resp.server import Held, Session, serve
+from streams.resp.tls import TlsOptions, client_context, server_context
 from streams.snapshot import read_shard
 
 log = logging.getLogger(__name__)
@@ -95,7 +97,11 @@ class NodeOptions:
     bind: str | None = None
     """Overrides the topology's RESP bind address."""
     port: int | None = None
-    """Overrides the topology's RESP port."""
+    """Overrides the topology's RESP port (0: no plaintext port, with a TLS port)."""
+    tls_port: int | None = None
+    """Overrides the topology's TLS port (`--tls-port`; 0: none)."""
+    tls: TlsOptions | None = None
+    """The TLS files (`--tls-*`); None: the region's `[region.tls]`."""
     auth: auth.AuthConfig = field(default_factory=auth.AuthConfig)
     clock: Callable[[], float] = time.time
     debug_clock: bool = False
@@ -123,7 +129,12 @@ class NodeOptions:
             config,
             bind=config.bind if self.bind is None else self.bind,
             resp_port=config.resp_port if self.port is None else self.port,
+            tls_port=config.tls_port if self.tls_port is None else self.tls_port,
         )
+
+    def tls_options(self) -> TlsOptions:
+        """The TLS files this node serves with: `--tls-*`, else the region's."""
+        return self.tls if self.tls is not None else self.topology.region(self.region).tls
 
 
 def _snapshot_files(files: tuple[str, ...], owned: tuple[int, ...]) -> dict[int, str]:
@@ -149,6 +160,11 @@ class RegionNode:
         node = options.node_config()
         self.name = region.name
         self.bind, self.port = node.bind, node.resp_port
+        self.tls_port = node.tls_port
+        self.tls_context: ssl.SSLContext | None = (
+            server_context(options.tls_options()) if node.tls_port else None
+        )
+        """The TLS port's server context, made (and its files checked) before anything else."""
         total = topology.shards
         self.log: OpLog = log or KafkaLog(
             region.bootstrap,
@@ -165,7 +181,10 @@ class RegionNode:
         """Announcements and takeover watch (`streams.node.kafka.presence`); on Kafka only."""
         if isinstance(self.log, KafkaLog):
             me = Identity.here(
-                region.name, options.node, f"{node.announced}:{node.resp_port}", node.shards
+                region.name,
+                options.node,
+                f"{node.announced}:{node.address.rsplit(':', 1)[1]}",
+                node.shards,
             )
             self.presence = Presence(region.bootstrap, self.log.writers_topic, me)
         self.topology = topology
@@ -204,10 +223,15 @@ class RegionNode:
             self.pause,
         )
         self.layout = (
-            cluster.layout_of(region, total, options.node, options.port)
-            if len(region.nodes) > 1
+            cluster.layout_of(region, total, options.node, node) if len(region.nodes) > 1 else None
+        )
+        self.tls_layout = (
+            cluster.layout_of(region, total, options.node, node, tls=True)
+            if self.layout is not None
             else None
         )
+        """What CLUSTER SLOTS / SHARDS / NODES and MOVED announce to a client that came over
+        TLS: every node's TLS port (a node without one: its plaintext port)."""
         self.clients = Clients()
         self.stats = Stats()
         self.limits = Limits(auth_required=options.auth.required)
@@ -237,18 +261,28 @@ class RegionNode:
         self.admin = Admin(
             self.shards, self.clock, self.report, options.debug_faults, self._peers(options)
         )
-        routing = None if self.layout is None else cluster.ClusterRouting(self.layout)
+        routing = (
+            None
+            if self.layout is None or self.tls_layout is None
+            else cluster.ClusterRouting(self.layout, self.tls_layout)
+        )
         self.dispatcher = Dispatcher(self.shards, options.auth, self.clients, self.stats, routing)
         self.dispatcher.bind(self._builtins())
         self._tasks = Tasks()
-        self._server: asyncio.Server | None = None
+        self._servers: list[asyncio.Server] = []
 
     def _peers(self, options: NodeOptions) -> Peers | None:
         """The region's other nodes, asked for their shards' figures (CRDT.DIGEST, CRDT.VECTOR)."""
         if self.layout is None:
             return None
-        others = [Peer(n.index, n.ip, n.port) for n in self.layout.nodes if n.index != options.node]
-        return Peers(self.name, others, options.auth.credentials())
+        tls_only = {n.index for n in self.region.nodes if not n.resp_port}
+        others = [
+            Peer(n.index, n.ip, n.port, n.index in tls_only)
+            for n in self.layout.nodes
+            if n.index != options.node
+        ]
+        context = client_context(options.tls_options()) if tls_only else None
+        return Peers(self.name, others, options.auth.credentials(), context)
 
     # --- life cycle -----------------------------------------------------------------------------
 
@@ -270,14 +304,32 @@ class RegionNode:
         log.info("%s: shards loaded at %.2f s", self.name, time.monotonic() - began)
         self._tasks.spawn(self._housekeeping())
         if serve_resp:
-            self._server = await serve(
-                self.handle, self.bind, self.port, self.stats.traffic, self.limits
-            )
-        log.info("%s serving RESP on %s:%s", self.name, self.bind, self.port)
+            connections = Connections(self.limits)
+            for port, context in ((self.port, None), (self.tls_port, self.tls_context)):
+                if port:
+                    server = await serve(
+                        self.handle,
+                        self.bind,
+                        port,
+                        self.stats.traffic,
+                        self.limits,
+                        context,
+                        connections,
+                    )
+                    self._servers.append(server)
+        log.info("%s serving RESP on %s", self.name, self.endpoints)
+
+    @property
+    def endpoints(self) -> str:
+        """Where the node serves: `host:port` and / or `host:port (TLS)`."""
+        served = [f"{self.bind}:{self.port}"] if self.port else []
+        if self.tls_port:
+            served.append(f"{self.bind}:{self.tls_port} (TLS)")
+        return ", ".join(served)
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         self._tasks.cancel_all()
         await asyncio.gather(*(s.stop() for s in self.shards.shards))
         if self.presence is not None:
@@ -370,7 +422,7 @@ class RegionNode:
         admin = self.admin
         return {
             **connection.builtins(self.options.auth, self.clients),
-            **cluster.builtins(self.layout, self._keys, self.clock.now_ms),
+            **cluster.builtins(self.layout, self._keys, self.clock.now_ms, self.tls_layout),
             "info": sync(lambda c, a: info_command.info(a, self.report.info_sections())),
             "time": sync(lambda c, a: connection.server_time(self.options.clock())),
             "config": sync(self._config),

@@ -15,6 +15,7 @@ read_committed, partition-EOF events, fetch sizes that take the largest record):
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from streams.config import load as load_topology
 from streams.kafka import reading as kafka
 from streams.pipeline.options import EARLIEST, LATEST, Offsets, SourceOptions, parse
 
@@ -52,8 +54,19 @@ class Range:
         return max(0, self.end - self.start)
 
 
+@functools.lru_cache(maxsize=8)
+def _register_topology(path: str) -> None:
+    """Read the `topology` option's file once per process (driver or executor): its regions'
+    `[region.kafka]` settings (TLS, SASL) then apply to every consumer made for their clusters
+    (`streams.kafka.security`)."""
+    load_topology(path)
+
+
 def consumer_config(opts: SourceOptions, purpose: str) -> dict[str, object]:
-    """`streams.kafka.reading.consumer_config`, with the pipeline's data-loss rule and log."""
+    """`streams.kafka.reading.consumer_config`, with the pipeline's data-loss rule and log, and
+    the security settings of the `topology` option's cluster."""
+    if opts.topology is not None:
+        _register_topology(opts.topology)
     return kafka.consumer_config(
         opts.bootstrap,
         f"streams-pipeline-{purpose}",

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import logging
 import socket
+import ssl
 import struct
 import sys
 import time
@@ -32,6 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
+
+from streams.kafka import security
+from streams.kafka.tls_check import client_context
 
 LOG = logging.getLogger("streams.kafka")
 """librdkafka's own log. A NullHandler keeps Python's last-resort handler from printing it."""
@@ -132,9 +136,13 @@ def _recv_some(sock: socket.socket, deadline: float) -> bytes | None:
         return None
 
 
-def _probe_one(host: str, port: int, deadline: float) -> str | None:
-    """None when a Kafka broker answered at host:port (or the probe cannot tell), else why not."""
+def _probe_one(host: str, port: int, deadline: float, bootstrap: str = "") -> str | None:
+    """None when a Kafka broker answered at host:port (or the probe cannot tell), else why not.
+    A cluster whose settings say SSL is probed over TLS, and a certificate the settings do not
+    trust (or that the broker refuses) is named as such."""
     left = deadline - time.monotonic()
+    settings = security.client_settings(bootstrap) if bootstrap else {}
+    protocol = settings.get("security.protocol", "plaintext").lower()
     try:
         sock = socket.create_connection((host, port), timeout=max(0.05, left))
     except ConnectionRefusedError:
@@ -145,6 +153,26 @@ def _probe_one(host: str, port: int, deadline: float) -> str | None:
         return f"no answer to the TCP connect in {max(0.0, left):.1f}s"
     except OSError as exc:
         return exc.strerror or str(exc)
+    if protocol in ("ssl", "sasl_ssl"):
+        try:
+            context = client_context(settings)
+        except (OSError, ssl.SSLError) as exc:
+            sock.close()
+            return f"cannot load the ssl.* files of [region.kafka]: {exc}"
+        try:
+            sock = context.wrap_socket(sock, server_hostname=host)
+        except ssl.SSLCertVerificationError as exc:
+            sock.close()
+            return (
+                f"TLS: the broker's certificate is not trusted ({exc.verify_message});"
+                f" ssl.ca.location is {settings.get('ssl.ca.location', 'the system CAs')}"
+            )
+        except (ssl.SSLError, OSError) as exc:
+            sock.close()
+            return f"TLS handshake failed: {exc}"
+        if protocol == "sasl_ssl":
+            sock.close()
+            return None  # SASL comes first on such a connection: let the client try
     with sock:
         try:
             sock.sendall(_REQUEST)
@@ -164,6 +192,11 @@ def _probe_one(host: str, port: int, deadline: float) -> str | None:
         return _RESP_PORT
     if reply.startswith(b"HTTP/"):
         return "it answered in HTTP, not the Kafka protocol"
+    if reply[:2] == b"\x15\x03":  # a TLS alert record
+        return (
+            'it speaks TLS: give the region\'s [region.kafka] "security.protocol" = "SSL" and'
+            " its ssl.* files in the topology file"
+        )
     if not reply:
         return "it closed the connection without answering a Kafka request"
     return "it answered, but not in the Kafka protocol"
@@ -187,7 +220,7 @@ def probe(bootstrap: str, timeout: float = PROBE_TIMEOUT_S) -> None:
     deadline = time.monotonic() + timeout
     tried: list[str] = []
     for host, port in addresses(bootstrap):
-        why = _probe_one(host, port, deadline)
+        why = _probe_one(host, port, deadline, bootstrap)
         if why is None:
             return
         tried.append(f"{_show(host, port)} ({why})")

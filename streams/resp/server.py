@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -68,6 +69,8 @@ class Session:
     """The local `host:port` the client connected to (CLIENT LIST's laddr=)."""
     lost: asyncio.Future[None] | None = None
     """Resolved when the client disconnects: a blocked command waits on it too."""
+    tls: bool = False
+    """Whether the client came over TLS (a cluster node then announces its TLS ports)."""
     authenticated: bool = True
     """Whether the connection may run commands (the handler's AUTH sets it): until then the
     parser applies Redis's unauthenticated limits."""
@@ -249,6 +252,7 @@ class RespProtocol(asyncio.Protocol):
         self._flow = _Flow(wire)
         self.session.addr = _host_port(wire.get_extra_info("peername"))
         self.session.laddr = _host_port(wire.get_extra_info("sockname"))
+        self.session.tls = wire.get_extra_info("sslcontext") is not None
         loop = asyncio.get_running_loop()
         self.session.lost = loop.create_future()
         self._task = loop.create_task(self._serve())
@@ -484,10 +488,22 @@ async def serve(
     port: int,
     traffic: Traffic | None = None,
     limits: Limits | None = None,
+    tls: ssl.SSLContext | None = None,
+    connections: Connections | None = None,
 ) -> asyncio.Server:
     """Serve RESP on host:port; `traffic` (if given) counts every connection's bytes; `limits`
-    (if given) are the server's limits, which the caller may change while it serves."""
+    (if given) are the server's limits, which the caller may change while it serves; `tls`: a
+    server context (`streams.resp.tls`) makes it a TLS port; `connections`: shared between a
+    node's plaintext and TLS ports, so maxclients counts both."""
     loop = asyncio.get_running_loop()
     quiet_accept_errors(loop)
-    connections = Connections(limits if limits is not None else Limits())
-    return await loop.create_server(lambda: RespProtocol(handler, traffic, connections), host, port)
+    if connections is None:
+        connections = Connections(limits if limits is not None else Limits())
+    shared = connections
+    return await loop.create_server(
+        lambda: RespProtocol(handler, traffic, shared),
+        host,
+        port,
+        ssl=tls,
+        ssl_handshake_timeout=10.0 if tls is not None else None,
+    )

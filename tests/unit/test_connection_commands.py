@@ -550,7 +550,14 @@ def test_bind_and_port_options_override_the_topology() -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [["--user", "nocolon"], ["--port", "0"], ["--port", "x"], ["--user", "a:1", "--user", "a:2"]],
+    [
+        ["--user", "nocolon"],
+        ["--port", "70000"],
+        ["--tls-port", "-1"],
+        ["--tls-auth-clients", "maybe"],
+        ["--port", "x"],
+        ["--user", "a:1", "--user", "a:2"],
+    ],
 )
 def test_node_command_line_refuses_bad_options(argv: list[str]) -> None:
     from streams.node.__main__ import main

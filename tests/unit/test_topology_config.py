@@ -473,7 +473,7 @@ def node(**fields: object) -> dict[str, object]:
         (
             nodes_toml(node(resp_port=1, shards="0-3", colour="red")),
             r"region 'r1', node 0: unknown key\(s\) 'colour' "
-            r"\(known: resp_port, bind, shards, announce\)",
+            r"\(known: resp_port, bind, shards, announce, tls_port\)",
         ),
         (
             nodes_toml(node(resp_port=1, shards="x")),

@@ -25,6 +25,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient
 
+from streams.kafka import security
 from streams.kafka.paced import PacedConsumer
 from streams.kafka.reading import Pacing, consumer_config
 from streams.kafka.sizes import MAX_RECORD_BYTES
@@ -155,6 +156,7 @@ class Clients:
         route = self.route
         return Producer(
             {
+                **security.producer_settings(route.target_bootstrap),
                 "bootstrap.servers": route.target_bootstrap,
                 "client.id": f"mirror-target-{route.source_alias}-{route.region_name}",
                 "enable.idempotence": True,
@@ -193,7 +195,11 @@ class Clients:
     def _admin(self, bootstrap: str) -> AdminClient:
         admin = self._admins.get(bootstrap)
         if admin is None:
-            config: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": kafka_log}
+            config: dict[str, Any] = {
+                **security.client_settings(bootstrap),
+                "bootstrap.servers": bootstrap,
+                "logger": kafka_log,
+            }
             admin = self._admins[bootstrap] = AdminClient(config)
         return admin
 

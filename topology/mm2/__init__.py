@@ -19,6 +19,7 @@ from pathlib import Path
 from streams.config import Topology
 from streams.kafka.sizes import TOPIC_MAX_MESSAGE_BYTES
 from streams.kafka.topics import NAMINGS, oplog_topic
+from topology.mm2.security import PROVIDERS, java_properties
 
 HERE = Path(__file__).resolve().parent
 EXAMPLE_TOPOLOGY = HERE / "topology.toml"
@@ -59,6 +60,28 @@ MM2_TRANSACTION_TIMEOUT_MS = 10_000
 """How long a dead MirrorMaker's open transaction holds read_committed readers of the target."""
 
 
+def _security_lines(topology: Topology) -> list[str]:
+    """Each cluster's `[region.kafka]` as Java properties (`topology.mm2.security`), with the
+    config providers that read key files and passwords when MirrorMaker starts."""
+    per_alias: dict[str, dict[str, str]] = {}
+    for region in topology.regions:
+        per_alias.setdefault(region.alias, region.kafka)
+    if not any(per_alias.values()):
+        return []
+    lines = [
+        "",
+        "# Security per cluster, from the topology file's [region.kafka] tables: key files and",
+        "# passwords are read when MirrorMaker starts (${dir:...}, ${env:...}), not copied here.",
+        *PROVIDERS,
+    ]
+    for alias, settings in per_alias.items():
+        java, left_out = java_properties(settings)
+        lines += [f"{alias}.{key} = {value}" for key, value in java.items()]
+        if left_out:
+            lines.append(f"# {alias}: librdkafka-only, not translated: {', '.join(left_out)}")
+    return lines
+
+
 def render(topology: Topology, naming: str | None = None) -> str:
     """The connect-mirror-maker.properties text for `topology` (naming defaults to its own)."""
     naming = naming or topology.mirror_naming
@@ -78,6 +101,7 @@ def render(topology: Topology, naming: str | None = None) -> str:
     ]
     for alias, (bootstrap, _) in clusters.items():
         lines.append(f"{alias}.bootstrap.servers = {bootstrap}")
+    lines += _security_lines(topology)
     lines += [
         "",
         f"# Topic naming: {naming}"
@@ -146,6 +170,13 @@ def render(topology: Topology, naming: str | None = None) -> str:
     for alias in aliases:
         lines.append(f"{alias}.producer.enable.idempotence = true")
         lines.append(f"{alias}.producer.acks = all")
+    lines += [
+        "",
+        "# The copies are written compressed as the op logs are ([topology] compression):",
+        "# fewer bytes on the link between regions and on the target's disk.",
+    ]
+    for alias in aliases:
+        lines.append(f"{alias}.producer.compression.type = {topology.compression}")
     lines += [
         "",
         "# Exactly once (KIP-618): each flow's copies and its source offsets commit in one",

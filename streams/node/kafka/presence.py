@@ -42,6 +42,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
+from streams.kafka import security
 from streams.kafka.reading import consumer_config
 
 log = logging.getLogger(__name__)
@@ -348,7 +349,12 @@ class Presence:
     def _send(self, shard: int, rec: dict[str, Any], flush: bool = True) -> None:
         if self._producer is None:
             self._producer = Producer(
-                {"bootstrap.servers": self.bootstrap, "linger.ms": 0, "log_level": 3}
+                {
+                    **security.client_settings(self.bootstrap),
+                    "bootstrap.servers": self.bootstrap,
+                    "linger.ms": 0,
+                    "log_level": 3,
+                }
             )
         value = json.dumps(rec).encode()
         self._producer.produce(self.topic, value, self.me.run.encode(), partition=shard)

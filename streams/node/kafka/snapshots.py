@@ -37,7 +37,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer, Topic
 from confluent_kafka.admin import AdminClient
 
 from streams.crdt.region import Region
-from streams.kafka import clusters
+from streams.kafka import clusters, security
 from streams.kafka.snapshot_chunks import H_CHUNK, H_CHUNKS, H_ID, H_SHA, KEEP, read_complete
 from streams.snapshot import Positions, SnapshotError, read_snapshot
 
@@ -83,6 +83,7 @@ def publish(
 
     producer = Producer(
         {
+            **security.client_settings(bootstrap),
             "bootstrap.servers": bootstrap,
             "enable.idempotence": True,
             "acks": "all",
@@ -143,7 +144,9 @@ class Retention:
         cut = self.cut()
         if cut is None or self.unsupported:
             return None
-        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+        admin = AdminClient(
+            {**security.client_settings(bootstrap), "bootstrap.servers": bootstrap, "log_level": 3}
+        )
         where = topic if partition == 0 else f"{topic} partition {partition}"
         try:
             futures = admin.delete_records(

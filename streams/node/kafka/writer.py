@@ -35,7 +35,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from streams.kafka import sizes
+from streams.kafka import security, sizes
 from streams.kafka.gate import signed
 from streams.node.kafka.settle import SettleError, settle
 from streams.node.runtime.oplog import WriterError, WriterFenced
@@ -90,6 +90,7 @@ class RegionWriter:
         self.next_offsets: dict[str, int] = {}
         """Per own topic: one past the last record a committed transaction wrote."""
         self._config: dict[str, object] = {
+            **security.producer_settings(bootstrap),
             "bootstrap.servers": bootstrap,
             "transactional.id": transactional_id(region_name, shard, shards),
             "acks": "all",

@@ -87,6 +87,12 @@ class Client:
         self.session.authenticated = value
 
     @property
+    def tls(self) -> bool:
+        """Whether the connection came over TLS (cluster replies then name TLS ports)."""
+        session = self.session_ref()
+        return session is not None and session.tls
+
+    @property
     def session(self) -> Session:
         session = self.session_ref()
         if session is None:  # only a record kept past its connection could see this

@@ -50,9 +50,9 @@ class Routing(Protocol):
     Redis Cluster protocol, `streams.node.pipeline.cluster`): None to run it here, else the MOVED or
     CROSSSLOT error to answer."""
 
-    def redirect(self, cmd: Command, args: list[bytes]) -> CommandError | None: ...
+    def redirect(self, client: Client, cmd: Command, args: list[bytes]) -> CommandError | None: ...
 
-    def redirect_exec(self, queued: list[Queued]) -> CommandError | None: ...
+    def redirect_exec(self, client: Client, queued: list[Queued]) -> CommandError | None: ...
 
 
 def sync(fn: Callable[[Client, list[bytes]], Reply]) -> Builtin:
@@ -166,11 +166,11 @@ class Dispatcher:
         assert self.routing is not None
         tx = client.transaction
         if builtin == "exec":
-            moved = self.routing.redirect_exec(tx.queued) if tx is not None else None
+            moved = self.routing.redirect_exec(client, tx.queued) if tx is not None else None
             if moved is not None:
                 client.transaction = None
             return moved
-        moved = self.routing.redirect(cmd, args)
+        moved = self.routing.redirect(client, cmd, args)
         if moved is not None and tx is not None:
             tx.dirty = True
         return moved

@@ -11,6 +11,7 @@ the region requires a password.
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,6 +27,8 @@ class Peer:
     index: int
     host: str
     port: int
+    tls: bool = False
+    """The peer serves only TLS: dial it with the node's client context."""
 
     @property
     def address(self) -> str:
@@ -38,9 +41,15 @@ def _frame(args: Sequence[bytes]) -> bytes:
 
 class Peers:
     def __init__(
-        self, region: str, peers: Sequence[Peer], credentials: tuple[bytes, bytes] | None = None
+        self,
+        region: str,
+        peers: Sequence[Peer],
+        credentials: tuple[bytes, bytes] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
-        """`credentials`: (user, password) sent with AUTH first, when the region requires one."""
+        """`credentials`: (user, password) sent with AUTH first, when the region requires one;
+        `tls`: the client context for peers that serve only TLS."""
+        self.tls = tls
         self.region = region
         self.peers = list(peers)
         self.credentials = credentials
@@ -60,7 +69,8 @@ class Peers:
             ) from exc
 
     async def _call(self, peer: Peer, args: list[bytes]) -> object:
-        reader, writer = await asyncio.open_connection(peer.host, peer.port)
+        context = self.tls if peer.tls else None
+        reader, writer = await asyncio.open_connection(peer.host, peer.port, ssl=context)
         try:
             requests = [args]
             if self.credentials is not None:
