@@ -34,7 +34,7 @@ from pathlib import Path
 from types import TracebackType
 
 import redis
-from redis.cluster import ClusterNode, RedisCluster
+from redis.cluster import RedisCluster
 
 from streams.cluster.layout import spread
 from streams.config import MAX_SHARDS, NodeConfig, RegionConfig, Topology, dumps
@@ -372,53 +372,6 @@ class LocalTopology(NodeProcesses):
         raise NotImplementedError(
             "adding a region to a running topology is not built yet (issue 37, part C)"
         )
-
-    def client(self, i: int) -> redis.Redis:
-        """A redis-py client for region i (1-based), RESP2, bytes replies, on its first node
-        (with several nodes per region that node answers MOVED for other shards' keys: use
-        `cluster_client(i)`)."""
-        return self._node_client(i, 0)
-
-    def cluster_client(self, i: int) -> RedisCluster:
-        """A redis-py cluster client for region i, every node of the region a startup node
-        (RESP2, bytes replies): it follows MOVED to the node owning a key's slot. Only for a
-        region of several nodes: a lone node does not speak the Redis Cluster protocol."""
-        ports = self._ports_of(i)
-        if len(ports) == 1:
-            raise TopologyError(
-                f"region {self.names[i]} runs one node, which does not speak the Redis Cluster"
-                " protocol: use client(i), or start the topology with nodes > 1"
-            )
-        if i not in self._cluster_clients:
-            self._cluster_clients[i] = RedisCluster(
-                startup_nodes=[
-                    ClusterNode("127.0.0.1", port)  # type: ignore[no-untyped-call]
-                    for port in ports
-                ],
-                decode_responses=False,
-                protocol=2,
-                username=self.username,
-                password=self.password,
-                **self._tls_client_options(),
-            )
-        return self._cluster_clients[i]
-
-    def _node_client(self, i: int, node: int) -> redis.Redis:
-        """A plain client of one node (admin commands: every node answers for its own shards)."""
-        ports = self._ports_of(i)
-        if not 0 <= node < len(ports):
-            raise KeyError(f"region {self.names[i]} has no node {node} (nodes 0..{len(ports) - 1})")
-        if (i, node) not in self._clients:
-            self._clients[(i, node)] = redis.Redis(
-                host="127.0.0.1",
-                port=ports[node],
-                decode_responses=False,
-                protocol=2,
-                username=self.username,
-                password=self.password,
-                **self._tls_client_options(),
-            )
-        return self._clients[(i, node)]
 
     def pause(self) -> None:
         """Stop replication (the mirrors copy nothing until resume())."""

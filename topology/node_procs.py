@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from redis.cluster import RedisCluster
+from redis.cluster import ClusterNode, RedisCluster
 
 from topology.certs import TlsFiles
 
@@ -32,6 +32,8 @@ class NodeProcesses:
     topology_path: Path
     workdir: Path
     _procs: dict[tuple[int, int], subprocess.Popen[bytes]]
+    username: str | None
+    password: str | None
     _clients: dict[tuple[int, int], redis.Redis]
     _cluster_clients: dict[int, RedisCluster]
     tls_files: TlsFiles | None
@@ -83,6 +85,55 @@ class NodeProcesses:
             raise TopologyError(f"{self._node_name(i, node)} is already running")
         self._spawn(i, extra_args or [], node)
         self._wait_ready(i, node=node)
+
+    # --- clients --------------------------------------------------------------------------------
+
+    def client(self, i: int) -> redis.Redis:
+        """A redis-py client for region i (1-based), RESP2, bytes replies, on its first node
+        (with several nodes per region that node answers MOVED for other shards' keys: use
+        `cluster_client(i)`)."""
+        return self._node_client(i, 0)
+
+    def cluster_client(self, i: int) -> RedisCluster:
+        """A redis-py cluster client for region i, every node of the region a startup node
+        (RESP2, bytes replies): it follows MOVED to the node owning a key's slot. Only for a
+        region of several nodes: a lone node does not speak the Redis Cluster protocol."""
+        ports = self._ports_of(i)
+        if len(ports) == 1:
+            raise TopologyError(
+                f"region {self.names[i]} runs one node, which does not speak the Redis Cluster"
+                " protocol: use client(i), or start the topology with nodes > 1"
+            )
+        if i not in self._cluster_clients:
+            self._cluster_clients[i] = RedisCluster(
+                startup_nodes=[
+                    ClusterNode("127.0.0.1", port)  # type: ignore[no-untyped-call]
+                    for port in ports
+                ],
+                decode_responses=False,
+                protocol=2,
+                username=self.username,
+                password=self.password,
+                **self._tls_client_options(),
+            )
+        return self._cluster_clients[i]
+
+    def _node_client(self, i: int, node: int) -> redis.Redis:
+        """A plain client of one node (admin commands: every node answers for its own shards)."""
+        ports = self._ports_of(i)
+        if not 0 <= node < len(ports):
+            raise KeyError(f"region {self.names[i]} has no node {node} (nodes 0..{len(ports) - 1})")
+        if (i, node) not in self._clients:
+            self._clients[(i, node)] = redis.Redis(
+                host="127.0.0.1",
+                port=ports[node],
+                decode_responses=False,
+                protocol=2,
+                username=self.username,
+                password=self.password,
+                **self._tls_client_options(),
+            )
+        return self._clients[(i, node)]
 
     # --- processes -----------------------------------------------------------------------------
 

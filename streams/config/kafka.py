@@ -54,3 +54,20 @@ def check_kafka_settings(where: str, raw: object) -> dict[str, str]:
             f"{where}: [region.kafka] gives sasl.password and where to read it: give one"
         )
     return settings
+
+
+def check_replication(factor: object, min_insync: object) -> None:
+    """Both optional positive integers; min.insync.replicas above the replica count would make
+    every acks=all write fail, so it is refused here rather than by the first write."""
+    for key, value in (("replication_factor", factor), ("min_insync_replicas", min_insync)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 32767:
+            raise TopologyError(
+                f"[topology]: field {key!r} must be an integer 1..32767, got {value!r}"
+            )
+    if isinstance(factor, int) and isinstance(min_insync, int) and min_insync > factor:
+        raise TopologyError(
+            f"[topology]: min_insync_replicas = {min_insync} exceeds replication_factor ="
+            f" {factor}: no write could ever be acknowledged"
+        )

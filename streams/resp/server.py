@@ -34,7 +34,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, NamedTuple, Protocol, cast
+from typing import ClassVar, NamedTuple, cast
 
 from mypy_extensions import mypyc_attr
 
@@ -43,6 +43,7 @@ from streams.reply import Reply
 from streams.resp.encode import encode
 from streams.resp.limits import MAX_CLIENTS_TEXT, Connections, Limits, quiet_accept_errors
 from streams.resp.parser import RequestParser
+from streams.resp.wire import Wire
 
 log = logging.getLogger(__name__)
 
@@ -140,28 +141,6 @@ async def final(reply: Reply | Held) -> Reply:
 
 
 Handler = Callable[[Session, list[bytes]], Awaitable[Reply | Held]]
-
-
-class Wire(Protocol):
-    """What the server uses of a stream transport. uvloop's transports (`streams.eventloop`) have
-    asyncio's methods but are no subclass of `asyncio.Transport`, so the server names the
-    methods it needs, not the class."""
-
-    def write(self, data: bytes) -> None: ...
-
-    def close(self) -> None: ...
-
-    def abort(self) -> None: ...
-
-    def is_closing(self) -> bool: ...
-
-    def pause_reading(self) -> None: ...
-
-    def resume_reading(self) -> None: ...
-
-    def get_write_buffer_size(self) -> int: ...
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any: ...
 
 
 class _Flow:
