@@ -1,15 +1,20 @@
-"""Which asyncio event loop the node and the SDK run on: uvloop when it is installed, else
-asyncio's own.
+"""Which asyncio event loop the node and the SDK run on: asyncio's own, or uvloop on request.
 
 uvloop (libuv under asyncio's API) runs a loop iteration, a transport's reads and writes and a
-callback's scheduling in C, where asyncio's default loop runs them in Python: that was about 15 %
-of the node's CPU at pipeline 16 (issue 34's profile, `Handle._run` and the transports).
-Nothing here depends on the choice: the node uses only the loop API both implement (servers,
-protocols, futures, call_soon_threadsafe, signal handlers).
+callback's scheduling in C, where asyncio's default loop runs them in Python; issue 34's profile
+put asyncio's loop at about 15 % of the node's CPU at pipeline 16. Measured here it gained
+nothing: `python -m bench.ab --tree . --tree .@STREAMS_EVENT_LOOP=asyncio` (compiled core, one
+region on Tansu, c50, 200,000 XADDs, 3 rounds alternating, quiet 2-core machine) gave P16 10,774
+/s on uvloop against 11,622 /s on asyncio's loop and P1 3,916 against 5,464 (medians; asyncio's
+loop ahead by 1.06 in the median of per-round ratios): on two cores the broker, librdkafka's
+threads and the benchmark client take the CPU the loop would save. So asyncio's loop stays the
+default and uvloop is a setting (docs/benchmarks.md, "Event loop").
 
-`STREAMS_EVENT_LOOP=asyncio` keeps asyncio's loop (to compare, or to rule the loop out when
-chasing a bug); `=uvloop` demands uvloop and fails clearly without it; unset picks uvloop if it
-imports.
+`STREAMS_EVENT_LOOP=uvloop` runs uvloop (`pip install uvloop`; without it the node refuses to
+start, saying so); `=asyncio` or unset runs asyncio's loop. Nothing else depends on the choice:
+the node uses only the loop API both implement (servers, protocols, futures,
+call_soon_threadsafe, signal handlers), and the RESP server names the transport methods it uses
+(`streams.resp.wire`), as uvloop's transports are no `asyncio.Transport`.
 """
 
 from __future__ import annotations
@@ -39,17 +44,15 @@ def _uvloop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 
 def chosen() -> str:
-    """The loop `new_loop` makes: "uvloop" or "asyncio" (see the module docstring)."""
+    """The loop `new_loop` makes: "asyncio" unless STREAMS_EVENT_LOOP asks for "uvloop"."""
     wanted = os.environ.get(ENV, "").strip().lower()
     if wanted not in ("", *CHOICES):
         raise EventLoopError(f"{ENV}={wanted!r}: expected one of {', '.join(CHOICES)}")
-    if wanted == "asyncio":
+    if wanted != "uvloop":
         return "asyncio"
-    if _uvloop_factory() is not None:
-        return "uvloop"
-    if wanted == "uvloop":
+    if _uvloop_factory() is None:
         raise EventLoopError(f"{ENV}=uvloop, but uvloop is not installed (pip install uvloop)")
-    return "asyncio"
+    return "uvloop"
 
 
 def new_loop() -> asyncio.AbstractEventLoop:

@@ -9,11 +9,14 @@ import pytest
 from streams import eventloop
 
 
-def test_uvloop_is_chosen_when_installed_and_nothing_is_asked(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    pytest.importorskip("uvloop")
+def test_asyncio_loop_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(eventloop.ENV, raising=False)
+    assert eventloop.chosen() == "asyncio"
+
+
+def test_uvloop_on_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("uvloop")
+    monkeypatch.setenv(eventloop.ENV, "uvloop")
     assert eventloop.chosen() == "uvloop"
     loop = eventloop.new_loop()
     try:
@@ -37,7 +40,7 @@ def test_run_returns_the_coroutines_result_on_either_loop(monkeypatch: pytest.Mo
         await asyncio.sleep(0)
         return 42
 
-    for name in ("asyncio", ""):
+    for name in ("asyncio", "uvloop", ""):
         monkeypatch.setenv(eventloop.ENV, name)
         assert eventloop.run(answer()) == 42
 
