@@ -34,7 +34,8 @@ def test_a_node_on_uvloop_serves_commands_pipelines_and_blocked_reads(
         reader.start()
         other = redis.Redis(port=topo.ports[1])
         while not any(
-            c.get("cmd") == "xread" for c in other.client_list()  # type: ignore[union-attr]
+            c.get("cmd") == "xread"
+            for c in other.client_list()  # type: ignore[union-attr]
         ):
             pass
         added = other.xadd("t", {"woke": "1"})
