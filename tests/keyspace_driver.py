@@ -9,7 +9,9 @@ table's replies are the same as on a topology of its own.
 from __future__ import annotations
 
 from streams.commands.keyspec import command_keys
+from streams.scenarios import Scenario
 from streams.scenarios.resp_driver import RespDriver, Topology
+from streams.scenarios.runner import failures, run
 
 CONTAINERS = {b"xgroup", b"xinfo"}
 
@@ -42,3 +44,18 @@ class KeyspaceDriver(RespDriver):
         if isinstance(reply, list):
             return [self._strip(item) for item in reply]
         return reply
+
+
+def check_table_on_own_keys(topology: Topology, scenario: Scenario) -> None:
+    """Run `scenario` on `topology` under keys of its own; every step must give what the seed
+    table says (the failing steps listed otherwise)."""
+    driver = KeyspaceDriver(topology, scenario.slug.encode() + b":", scenario.regions)
+    try:
+        bad = failures(run(scenario, driver))
+    finally:
+        driver.close()
+    assert not bad, "\n".join(
+        f"{o.step.t} r{getattr(o.step, 'region', '?')} {getattr(o.step, 'args', '')}: "
+        f"got {o.actual}, expected {o.expected}"
+        for o in bad
+    )

@@ -5,11 +5,10 @@ MirrorMaker 2 (the stack users deploy), as on the embedded stack
 from __future__ import annotations
 
 import pytest
-from keyspace_driver import KeyspaceDriver
+from keyspace_driver import check_table_on_own_keys
 
 from apache_kafka.conftest import Topologies
 from streams.scenarios import Scenario, load_all
-from streams.scenarios.runner import failures, run
 
 SCENARIOS = sorted(load_all(), key=lambda s: s.id_mode)
 """Grouped by ID mode: one topology per mode, each started once and stopped before the next."""
@@ -19,14 +18,4 @@ SCENARIOS = sorted(load_all(), key=lambda s: s.id_mode)
 def test_seed_table_holds_on_apache_kafka_with_mirrormaker(
     scenario: Scenario, kafka_topologies: Topologies
 ) -> None:
-    topo = kafka_topologies.get(scenario.id_mode)
-    driver = KeyspaceDriver(topo, scenario.slug.encode() + b":", scenario.regions)
-    try:
-        bad = failures(run(scenario, driver))
-    finally:
-        driver.close()
-    assert not bad, "\n".join(
-        f"{o.step.t} r{getattr(o.step, 'region', '?')} {getattr(o.step, 'args', '')}: "
-        f"got {o.actual}, expected {o.expected}"
-        for o in bad
-    )
+    check_table_on_own_keys(kafka_topologies.get(scenario.id_mode), scenario)

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from keyspace_driver import KeyspaceDriver
+from keyspace_driver import check_table_on_own_keys
 
 from streams.scenarios import Scenario, load_all
-from streams.scenarios.runner import failures, run
 from topology.local import LocalTopology
 
 SHAPES = {"4-shards": (4, 1), "4-shards-2-nodes": (4, 2)}
@@ -73,14 +72,4 @@ def shared() -> Iterator[Shared]:
     ("shape", "scenario"), CASES, ids=[f"{s.slug}-{shape}" for shape, s in CASES]
 )
 def test_seed_table_holds_on_real_nodes(scenario: Scenario, shape: str, shared: Shared) -> None:
-    topo = shared.get(shape, scenario.id_mode)
-    driver = KeyspaceDriver(topo, scenario.slug.encode() + b":", scenario.regions)
-    try:
-        bad = failures(run(scenario, driver))
-    finally:
-        driver.close()
-    assert not bad, "\n".join(
-        f"{o.step.t} r{getattr(o.step, 'region', '?')} {getattr(o.step, 'args', '')}: "
-        f"got {o.actual}, expected {o.expected}"
-        for o in bad
-    )
+    check_table_on_own_keys(shared.get(shape, scenario.id_mode), scenario)

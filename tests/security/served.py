@@ -21,7 +21,26 @@ from topology.ports import free_port
 CLOSED = b"<closed>"
 
 
-class ServedNode:
+class NodeThread:
+    """A `RegionNode` serving from an event loop in a thread of its own: `start()`, `stop()`."""
+
+    def __init__(self, node: RegionNode) -> None:
+        self.node = node
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.node.start(), self.loop).result(30)
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.node.stop(), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+        self.loop.close()
+
+
+class ServedNode(NodeThread):
     """`with ServedNode(requirepass="pw") as node:` a node on `node.port`."""
 
     def __init__(self, requirepass: str | None = None, users: list[str] | None = None) -> None:
@@ -30,13 +49,10 @@ class ServedNode:
             regions=(RegionConfig("r1", 1, "127.0.0.1:1", self.port),), mirror_naming="identity"
         )
         options = NodeOptions(self.topology, "r1", auth=AuthConfig.build(requirepass, users))
-        self.node = RegionNode(options, log=MemoryLog())
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        super().__init__(RegionNode(options, log=MemoryLog()))
 
     def __enter__(self) -> ServedNode:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self.node.start(), self.loop).result(30)
+        self.start()
         return self
 
     def __exit__(
@@ -45,10 +61,7 @@ class ServedNode:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        asyncio.run_coroutine_threadsafe(self.node.stop(), self.loop).result(30)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
-        self.loop.close()
+        self.stop()
 
 
 def exchange(port: int, data: bytes, quiet_s: float = 0.3, limit_s: float = 10.0) -> bytes:

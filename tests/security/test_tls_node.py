@@ -9,12 +9,10 @@ bad option or file, no traceback.
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import ssl
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -22,6 +20,7 @@ from types import TracebackType
 import pytest
 import redis
 
+from security.served import NodeThread
 from streams.config import NodeConfig, RegionConfig, Topology, dumps
 from streams.node.node import NodeOptions, RegionNode
 from streams.node.runtime.memory import MemoryLog
@@ -45,17 +44,16 @@ def stranger(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path
     return ca_cert, cert, key
 
 
-class TlsNode:
+class TlsNode(NodeThread):
     """Node `index` of `topology`'s region r1, serving in a thread's event loop."""
 
     def __init__(self, topology: Topology, index: int = 0, tls: TlsOptions | None = None) -> None:
-        self.node = RegionNode(NodeOptions(topology, "r1", node=index, tls=tls), log=MemoryLog())
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        super().__init__(
+            RegionNode(NodeOptions(topology, "r1", node=index, tls=tls), log=MemoryLog())
+        )
 
     def __enter__(self) -> RegionNode:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self.node.start(), self.loop).result(30)
+        self.start()
         return self.node
 
     def __exit__(
@@ -64,10 +62,7 @@ class TlsNode:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        asyncio.run_coroutine_threadsafe(self.node.stop(), self.loop).result(30)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
-        self.loop.close()
+        self.stop()
 
 
 def one_node(certs: TlsFiles, plain: bool = True, auth_clients: str = "yes") -> Topology:
