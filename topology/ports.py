@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 import socket
 import time
@@ -10,6 +11,7 @@ _handed: set[int] = set()
 _LOWEST = 10000
 
 
+@functools.cache
 def _ephemeral_low() -> int:
     """The lowest port the kernel hands to outgoing connections (`ip_local_port_range`)."""
     try:

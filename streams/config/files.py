@@ -59,7 +59,8 @@ def _from_document(doc: dict[str, Any]) -> Topology:
     if unknown:
         raise TopologyError(
             f"unknown top-level key(s) {', '.join(map(repr, unknown))}:"
-            " expected a [topology] table, [[region]] tables and an optional [retention] table"
+            " expected a [topology] table, [[region]] tables, an optional [retention] table and"
+            " [[removed]] tables"
         )
     head = doc.get("topology", {})
     if not isinstance(head, dict):
