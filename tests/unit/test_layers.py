@@ -14,20 +14,60 @@ import pytest
 import streams
 
 
-def _imported_by(*modules: str) -> dict[str, set[str]]:
-    """For each module, every module of ours a fresh interpreter holds after importing it."""
-    code = (
-        "import importlib, json, sys; importlib.import_module(sys.argv[1]); "
-        "print(json.dumps(sorted(sys.modules)))"
+_FORK_SERVER = """
+import importlib, json, os, sys
+for name in json.loads(sys.argv[1]):
+    importlib.import_module(name)
+for module in sys.argv[2:]:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            importlib.import_module(module)
+            answer = {"modules": sorted(sys.modules)}
+        except BaseException as exc:
+            answer = {"error": f"{type(exc).__name__}: {exc}"}
+        with os.fdopen(write, "w") as out:
+            json.dump(answer, out)
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as got:
+        answer = json.load(got)
+    os.waitpid(pid, 0)
+    print(json.dumps([module, answer]), flush=True)
+"""
+"""One interpreter, a fork per module: each child imports one module into the parent's fresh
+state, so nothing imported for another module counts (an interpreter per module took 30-90 s
+for the whole package on 2 cores)."""
+
+PRELOAD = ["streams", "confluent_kafka", "redis", "fastavro", "sortedcontainers"]
+"""Imported before the forks: the package root (its modules are `PACKAGE_ROOT`) and third-party
+libraries, which `_imported_by` does not look at; `_imported_all` preloads the root only."""
+
+
+def _fork_imports(modules: tuple[str, ...], preload: list[str]) -> dict[str, set[str]]:
+    run = subprocess.run(
+        [sys.executable, "-c", _FORK_SERVER, json.dumps(preload), *modules],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     out = {}
-    for module in modules:  # one interpreter each: nothing imported for another counts
-        run = subprocess.run(
-            [sys.executable, "-c", code, module], capture_output=True, text=True, check=True
-        )
-        ours = {m for m in json.loads(run.stdout) if m.startswith(("streams", "topology"))}
-        out[module] = ours - PACKAGE_ROOT
+    for line in run.stdout.splitlines():
+        module, answer = json.loads(line)
+        assert "error" not in answer, f"importing {module}: {answer['error']}"
+        out[module] = set(answer["modules"])
+    assert set(out) == set(modules), run.stderr
     return out
+
+
+def _imported_by(*modules: str) -> dict[str, set[str]]:
+    """For each module, every module of ours a fresh interpreter holds after importing it."""
+    return {
+        module: {m for m in imported if m.startswith(("streams", "topology"))} - PACKAGE_ROOT
+        for module, imported in _fork_imports(modules, PRELOAD).items()
+    }
 
 
 PACKAGE_ROOT = {"streams.native", "streams._native__mypyc"}
@@ -77,17 +117,10 @@ def test_leaves_import_nothing_of_ours(leaf: str) -> None:
 
 def _imported_all(*modules: str) -> dict[str, set[str]]:
     """As `_imported_by`, with third-party modules too (confluent_kafka, ...)."""
-    code = (
-        "import importlib, json, sys; importlib.import_module(sys.argv[1]); "
-        "print(json.dumps(sorted(sys.modules)))"
-    )
-    out = {}
-    for module in modules:
-        run = subprocess.run(
-            [sys.executable, "-c", code, module], capture_output=True, text=True, check=True
-        )
-        out[module] = set(json.loads(run.stdout)) - PACKAGE_ROOT
-    return out
+    return {
+        module: imported - PACKAGE_ROOT
+        for module, imported in _fork_imports(modules, ["streams"]).items()
+    }
 
 
 def _under(imported: set[str], *packages: str) -> set[str]:
