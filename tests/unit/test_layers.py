@@ -13,7 +13,6 @@ import pytest
 
 import streams
 
-
 _FORK_SERVER = """
 import importlib, json, os, sys
 for name in json.loads(sys.argv[1]):
