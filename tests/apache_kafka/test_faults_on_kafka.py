@@ -9,11 +9,13 @@ the same as on the embedded stack)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import pytest
 from faults.workload import (
+    Ledger,
     check_dots,
     check_logs_fold_to_nodes,
     check_no_loss,
@@ -44,7 +46,29 @@ def kafka_topology(broker_hosts: dict[int, BrokerHost] | None = None) -> Iterato
         yield topo
 
 
-def check_all(topo: LocalTopology, ledgers: list) -> None:  # type: ignore[type-arg]
+@dataclass
+class Shared:
+    """One topology for the process faults (MirrorMaker 2, a broker, a node: three starts of
+    three JVM clusters cost about a minute of CI), and every load run on it so far: each fault's
+    check covers the writes acknowledged before it too."""
+
+    topo: LocalTopology
+    ledgers: list[Ledger] = field(default_factory=list)
+
+    def load(self, phase: str, seconds: float, during: Callable[[], None]) -> list[Ledger]:
+        """A load tagged `phase` (its payloads never meet an earlier load's) under `during`."""
+        ledgers = run_load(self.topo, [1, 2, 3], seconds, RATE, during=during, phase=phase)
+        self.ledgers.extend(ledgers)
+        return ledgers
+
+
+@pytest.fixture(scope="module")
+def shared() -> Iterator[Shared]:
+    with kafka_topology() as topo:
+        yield Shared(topo)
+
+
+def check_all(topo: LocalTopology, ledgers: list[Ledger]) -> None:
     settle(topo, timeout=120)
     print(summary(ledgers))
     print(f"  checked in every region: {check_no_loss(topo, ledgers)}")
@@ -52,64 +76,65 @@ def check_all(topo: LocalTopology, ledgers: list) -> None:  # type: ignore[type-
     print(f"  op logs on every cluster, copies absorbed: {check_dots(topo, copies=True)}")
 
 
-def test_mirrormaker_killed_and_restarted_under_load_loses_and_doubles_nothing() -> None:
-    with kafka_topology() as topo:
-        figures: dict[str, float] = {}
+def test_mirrormaker_killed_and_restarted_under_load_loses_and_doubles_nothing(
+    shared: Shared,
+) -> None:
+    topo = shared.topo
+    figures: dict[str, float] = {}
 
-        def crash() -> None:
-            time.sleep(3.0)
-            topo.kill_mirror()
-            time.sleep(2.0)
-            started = time.monotonic()
-            topo.start_mirror()
-            figures["restart_s"] = time.monotonic() - started
+    def crash() -> None:
+        time.sleep(3.0)
+        topo.kill_mirror()
+        time.sleep(2.0)
+        started = time.monotonic()
+        topo.start_mirror()
+        figures["restart_s"] = time.monotonic() - started
 
-        ledgers = run_load(topo, [1, 2, 3], seconds=10.0, rate=RATE, during=crash)
-        print(
-            "\nMirrorMaker 2 SIGKILLed at 3 s for 2 s; started again in"
-            f" {figures['restart_s']:.1f} s"
-        )
-        check_all(topo, ledgers)
-
-
-def test_a_broker_killed_and_restarted_on_its_data_under_load_loses_and_doubles_nothing() -> None:
-    with kafka_topology() as topo:
-        figures: dict[str, float] = {}
-
-        def crash() -> None:
-            time.sleep(3.0)
-            topo.kill_broker(2)
-            killed = time.monotonic()
-            time.sleep(2.0)
-            topo.start_broker(2)
-            figures["broker_s"] = time.monotonic() - killed - 2.0
-            assert first_write(topo.ports[2], 120) is not None, "r2 takes no write again"
-            figures["kill_to_write_s"] = time.monotonic() - killed
-
-        ledgers = run_load(topo, [1, 2, 3], seconds=12.0, rate=RATE, during=crash)
-        print(
-            f"\nr2's broker SIGKILLed at 3 s for 2 s: started again in {figures['broker_s']:.1f} s,"
-            f" r2 took writes {figures['kill_to_write_s']:.1f} s after the kill"
-        )
-        check_all(topo, ledgers)
-        print(f"  r2 PEL: {check_pel(topo.client(2), ledgers[1])}")
-        assert ledgers[1].errors, "the broker's death went unnoticed by r2's writer"
+    shared.load("m", 10.0, crash)
+    print(f"\nMirrorMaker 2 SIGKILLed at 3 s for 2 s; started again in {figures['restart_s']:.1f}s")
+    check_all(topo, shared.ledgers)
 
 
-def test_a_node_killed_under_load_loses_and_doubles_nothing() -> None:
-    with kafka_topology() as topo:
+def test_a_broker_killed_and_restarted_on_its_data_under_load_loses_and_doubles_nothing(
+    shared: Shared,
+) -> None:
+    topo = shared.topo
+    figures: dict[str, float] = {}
 
-        def crash() -> None:
-            time.sleep(3.0)
-            topo.kill_node(3)
-            time.sleep(0.5)
-            topo.start_node(3)
-            assert first_write(topo.ports[3], 60) is not None, "r3 takes no write again"
+    def crash() -> None:
+        time.sleep(3.0)
+        topo.kill_broker(2)
+        killed = time.monotonic()
+        time.sleep(2.0)
+        topo.start_broker(2)
+        figures["broker_s"] = time.monotonic() - killed - 2.0
+        assert first_write(topo.ports[2], 120) is not None, "r2 takes no write again"
+        figures["kill_to_write_s"] = time.monotonic() - killed
 
-        ledgers = run_load(topo, [1, 2, 3], seconds=10.0, rate=RATE, during=crash)
-        print("\nr3's node SIGKILLed at 3 s, started again 0.5 s later")
-        check_all(topo, ledgers)
-        print(f"  r3 PEL after restart: {check_pel(topo.client(3), ledgers[2])}")
+    ledgers = shared.load("b", 12.0, crash)
+    print(
+        f"\nr2's broker SIGKILLed at 3 s for 2 s: started again in {figures['broker_s']:.1f} s,"
+        f" r2 took writes {figures['kill_to_write_s']:.1f} s after the kill"
+    )
+    check_all(topo, shared.ledgers)
+    print(f"  r2 PEL: {check_pel(topo.client(2), ledgers[1])}")
+    assert ledgers[1].errors, "the broker's death went unnoticed by r2's writer"
+
+
+def test_a_node_killed_under_load_loses_and_doubles_nothing(shared: Shared) -> None:
+    topo = shared.topo
+
+    def crash() -> None:
+        time.sleep(3.0)
+        topo.kill_node(3)
+        time.sleep(0.5)
+        topo.start_node(3)
+        assert first_write(topo.ports[3], 60) is not None, "r3 takes no write again"
+
+    ledgers = shared.load("n", 10.0, crash)
+    print("\nr3's node SIGKILLed at 3 s, started again 0.5 s later")
+    check_all(topo, shared.ledgers)
+    print(f"  r3 PEL after restart: {check_pel(topo.client(3), ledgers[2])}")
 
 
 PARTITION_S = 30.0

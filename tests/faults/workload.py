@@ -348,10 +348,13 @@ def run_load(
     during: Callable[[], None] | None = None,
     groups: bool = True,
     tail: float = 2.0,
+    phase: str = "",
 ) -> list[Ledger]:
     """Writers in `regions` for `seconds`; `during` runs in this thread meanwhile (the fault),
-    and the load goes on at least `tail` seconds after it returned (writes after recovery)."""
-    writers = [Writer(topo, r, rate, groups) for r in regions]
+    and the load goes on at least `tail` seconds after it returned (writes after recovery).
+    `phase` tags a later load on the same topology (payloads, keys and consumers `<region><phase>`),
+    so its payload numbering never meets an earlier load's."""
+    writers = [Writer(topo, r, rate, groups, tag=f"{r}{phase}" if phase else None) for r in regions]
     started = time.monotonic()
     for w in writers:
         w.start()
