@@ -8,6 +8,8 @@
 #   scripts/compose-local.sh down [-v]   stop and remove the containers (-v: and the named
 #                                        volumes, i.e. every region's data)
 #   scripts/compose-local.sh engine      print which way it would run (docker or podman)
+#   scripts/compose-local.sh install     install what podman's way needs from Debian where it
+#                                        is missing (podman podman-compose runc debootstrap; root)
 #
 # STREAMS_PASSWORD must be set for up and demo (every node runs --requirepass with it).
 #
@@ -41,7 +43,7 @@ SERVICES=(kafka-a kafka-b kafka-c mirror-maker region-r1 region-r1-n1 region-r2 
 # Each node's published port on 127.0.0.1, as docker-compose.yml publishes them.
 NODE_PORTS=(6380 6390 6381 6391 6382)
 
-usage() { sed -n '2,31s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '2,33s/^# \{0,1\}//p' "$0"; }
 die() {
   echo "compose-local: $*" >&2
   exit 1
@@ -182,13 +184,30 @@ case "$cmd" in
     usage
     exit 0
     ;;
-  up | demo | down | engine) ;;
+  up | demo | down | engine | install) ;;
   "")
     usage >&2
     exit 2
     ;;
-  *) die "unknown command '$cmd' (up, demo, down [-v], engine; --help)" ;;
+  *) die "unknown command '$cmd' (up, demo, down [-v], engine, install; --help)" ;;
 esac
+
+if [ "$cmd" = install ]; then
+  missing=()
+  for tool in podman podman-compose runc debootstrap; do
+    command -v "$tool" >/dev/null || missing+=("$tool")
+  done
+  if [ "${#missing[@]}" -eq 0 ]; then
+    say "podman, podman-compose, runc and debootstrap are installed"
+    exit 0
+  fi
+  [ "$(id -u)" = 0 ] || die "installing ${missing[*]} needs root: sudo apt-get install -y ${missing[*]}"
+  say "installing ${missing[*]} from Debian"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2 || die "apt-get update failed"
+  apt-get install -y -qq "${missing[@]}" >&2 || die "apt-get install ${missing[*]} failed"
+  exit 0
+fi
 
 ENGINE=$(engine)
 if [ "$cmd" = engine ]; then

@@ -80,9 +80,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 COMPOSE_OPT_IN = (
     "the compose demo (tests/compose_demo/) builds images and starts 3 Kafka brokers, "
-    "MirrorMaker 2 and 5 nodes in containers: about 15 min with images cached, 25 cold, more "
-    "than CI's budget leaves; run it with `python3 -m pytest -m compose tests/compose_demo` "
-    "or STREAMS_COMPOSE_TESTS=1"
+    "MirrorMaker 2 and 5 nodes in containers (about 3 min with the images built by an earlier "
+    "run, 5-6 cold): it needs podman (scripts/compose-local.sh install) and runs when asked "
+    "for, as .ci/run does after the rest: `python3 -m pytest -m compose tests/compose_demo` or "
+    "STREAMS_COMPOSE_TESTS=1"
 )
 
 
