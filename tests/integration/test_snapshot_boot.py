@@ -168,3 +168,28 @@ def test_the_node_snapshots_to_kafka_and_boots_from_the_newest_that_reads_back()
         topo.start_node(1)
         assert state(topo.client(1)) == before
         assert info(topo.client(1))[b"booted_from"] == b"snapshot %s from r1.snapshot" % taken
+
+
+def test_a_region_that_only_receives_snapshots_too_and_restarts_from_it() -> None:
+    """r2 writes nothing: its snapshots are due on the ops it applied from r1's log, or its
+    restart would read every log from the start (r2 and r3 read 1,000,064 ops after a 1M-XADD
+    history in r1 before this was counted)."""
+    args = ["--snapshot-every-ops", "1000", "--snapshot-every-s", "0"]
+    with LocalTopology(regions=2, manual_sync=False, node_args=args) as topo:
+        writer, receiver = topo.client(1), topo.client(2)
+        writer.xgroup_create(b"snap:0", b"g", id="0", mkstream=True)
+        write(writer, 2500, b"one")
+        topo.sync()
+        deadline = time.monotonic() + 30
+        while int(info(receiver)[b"snapshots_taken"]) < 1:  # type: ignore[call-overload]
+            assert time.monotonic() < deadline, info(receiver)
+            time.sleep(0.1)
+        write(writer, 300, b"two")  # the tail
+        topo.sync()
+        before = receiver.execute_command("CRDT.DIGEST")
+        topo.kill_node(2)
+        topo.start_node(2)
+        facts = info(topo.client(2))
+        assert facts[b"booted_from"].startswith(b"snapshot "), facts  # type: ignore[attr-defined]
+        assert int(facts[b"boot_records_read"]) < 2000, facts  # type: ignore[call-overload]
+        assert topo.client(2).execute_command("CRDT.DIGEST") == before
