@@ -71,12 +71,21 @@ class NodeProcesses:
         proc = self._procs.pop((i, node))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        self._drop_clients(i, node)
+
+    def _drop_clients(self, i: int, node: int) -> None:
         client = self._clients.pop((i, node), None)
         if client is not None:
             client.close()
         cluster = self._cluster_clients.pop(i, None)  # its connection to that node is dead
         if cluster is not None:
             cluster.close()
+
+    def stop_node(self, i: int, node: int = 0, timeout: float = 30.0) -> None:
+        """Stop node `node` of region i cleanly (SIGTERM: it commits what it took, snapshots when
+        enough came since its last snapshot, and exits); SIGKILL after `timeout` seconds."""
+        self._drop_clients(i, node)
+        self._terminate((i, node), timeout)
 
     def start_node(self, i: int, extra_args: list[str] | None = None, node: int = 0) -> None:
         """Start node `node` of region i again; `extra_args`: more `python -m streams.node`
@@ -210,12 +219,12 @@ class NodeProcesses:
             return ""
         return "\n".join(path.read_text(errors="replace").splitlines()[-tail:])
 
-    def _terminate(self, key: tuple[int, int]) -> None:
+    def _terminate(self, key: tuple[int, int], timeout: float = 10.0) -> None:
         proc = self._procs.pop(key)
         if proc.poll() is None:
             proc.terminate()
             try:
-                proc.wait(timeout=10)
+                proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()

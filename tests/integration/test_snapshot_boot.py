@@ -193,3 +193,27 @@ def test_a_region_that_only_receives_snapshots_too_and_restarts_from_it() -> Non
         assert facts[b"booted_from"].startswith(b"snapshot "), facts  # type: ignore[attr-defined]
         assert int(facts[b"boot_records_read"]) < 2000, facts  # type: ignore[call-overload]
         assert topo.client(2).execute_command("CRDT.DIGEST") == before
+
+
+def test_a_clean_stop_snapshots_so_the_restart_reads_no_tail() -> None:
+    """As Redis saves on shutdown: 12,000 ops since the last snapshot (the periodic one is every
+    100,000) are snapshotted when the node stops on SIGTERM, and the restart reads none of them
+    again. After a SIGKILL the next start reads the tail as before."""
+    with LocalTopology(regions=1, manual_sync=False) as topo:
+        client = topo.client(1)
+        client.xgroup_create(b"snap:0", b"g", id="0", mkstream=True)
+        for _ in range(4):
+            write(client, 3000, b"one")
+        client.execute_command("CRDT.FLUSH")
+        before = state(client)
+        assert int(info(client)[b"snapshots_taken"]) == 0  # type: ignore[call-overload]
+        topo.stop_node(1)
+        topo.start_node(1)
+        facts = info(topo.client(1))
+        assert facts[b"booted_from"].startswith(b"snapshot "), facts  # type: ignore[attr-defined]
+        assert int(facts[b"boot_records_read"]) < 10, facts  # type: ignore[call-overload]
+        assert state(topo.client(1)) == before
+        write(topo.client(1), 50, b"two")  # a short tail: no snapshot at the next stop
+        topo.kill_node(1)
+        topo.start_node(1)
+        assert 0 < int(info(topo.client(1))[b"boot_records_read"]) < 100  # type: ignore[call-overload]

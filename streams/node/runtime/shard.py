@@ -150,6 +150,7 @@ class Shard:
         except (TimeoutError, WriterError):
             pass
         self._tasks.cancel_all()
+        await self.snapshotter.at_stop()
         await self.loader.stop()
         await asyncio.get_running_loop().run_in_executor(None, self.writer.close)
 
