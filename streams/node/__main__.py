@@ -189,8 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=DEFAULT_SNAPSHOT_EVERY_OPS,
         metavar="N",
-        help="write a snapshot to <region>.snapshot after N committed ops "
-        f"(default {DEFAULT_SNAPSHOT_EVERY_OPS}; 0: never by count)",
+        help="write a snapshot to <region>.snapshot after N new ops, its own committed writes "
+        f"and the other regions' ops it applied (default {DEFAULT_SNAPSHOT_EVERY_OPS}; 0: never "
+        "by count); a clean stop snapshots too after 10,000 new ops or more",
     )
     parser.add_argument(
         "--snapshot-every-s",
