@@ -15,8 +15,8 @@ in this order).
    restarted, or MirrorMaker 2 configured with the new cluster) and the new region's nodes with
    the seed files (`--snapshot`), as the command prints.
 
-The new cluster's copies of the other regions' logs must reach back to the logs' beginnings
-(no retention policy has deleted records yet): a node given a seed reads every log from its start.
+Refused while a retention policy has deleted records from a home op log (the join over truncated
+logs is not built: `streams.node.kafka.join_seed` says why).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import redis
+from confluent_kafka import KafkaException
 
 from streams import exits
 from streams.config import RegionConfig, Topology, TopologyError, dump, load
@@ -107,6 +108,16 @@ def run_add(args: argparse.Namespace) -> int:
         text = exc.args[0] if isinstance(exc, KeyError) else exc
         print(f"streams region add: {text}", file=sys.stderr)
         return exits.UNRESOLVED
+    from streams.node.kafka.join_seed import truncated_logs, truncation_refusal, write_seeds
+
+    try:
+        truncated = truncated_logs(others, topology.shards)
+    except KafkaException as exc:
+        print(f"streams region add: a region's cluster does not answer: {exc}", file=sys.stderr)
+        return exits.UNREACHABLE
+    if truncated:
+        print(f"streams region add: {truncation_refusal(truncated)}", file=sys.stderr)
+        return exits.UNRESOLVED
     if not known:
         dump(topology, path)
     lagging = _not_following(topology, args.name, password, args.timeout)
@@ -118,8 +129,6 @@ def run_add(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return exits.DIFFERS
-    from streams.node.kafka.join_seed import write_seeds  # Kafka clients: only when needed
-
     taken: dict[int, str] = {}
     try:
         for node in peer.nodes:
@@ -133,12 +142,12 @@ def run_add(args: argparse.Namespace) -> int:
     except (redis.RedisError, ValueError, OSError) as exc:
         print(f"streams region add: the snapshot of {peer.name} failed: {exc}", file=sys.stderr)
         return exits.DIFFERS
-    files = " ".join(str(f) for f in seeds)
+    files = " ".join(f"shard {shard}: {f}" for shard, f in sorted(seeds.items()))
     print(
         f"{args.name} (id {region.id}) added to {path}; every other region's nodes count it."
         f" Seeds from {peer.name}'s snapshot: {files}. Now start the mirrors to and from"
         f" {region.bootstrap} (restart `streams up --topology {path}`, or add the cluster to"
         f" MirrorMaker 2), then its node(s): python -m streams.node --topology {path} --region"
-        f" {args.name} --snapshot <the seed of each shard it owns>"
+        f" {args.name} --snapshot FILE (once per shard it owns: the seed of that shard)"
     )
     return exits.OK

@@ -24,8 +24,8 @@ The steps, in this order, and why:
 
 Writes go on everywhere meanwhile: nothing stops or pauses. Not built: the join over MirrorMaker
 2 (refused: its flows to and from a new cluster are not set up live here), and over logs that a
-retention policy truncated (the new node refuses to fold, naming the log: see
-`streams.node.kafka.join_seed`). A failure after step 3 leaves the file naming the new region
+retention policy truncated (refused before anything changes: `streams.node.kafka.join_seed`
+says why). A failure after step 3 leaves the file naming the new region
 (its nodes then hold tombstone collection back): remove it (`remove_region(i, force=True)`).
 """
 
@@ -39,7 +39,7 @@ import redis
 from streams.config import NodeConfig, RegionConfig, dumps
 from streams.config import TopologyError as ConfigError
 from streams.config.joining import next_region_id, with_region
-from streams.node.kafka.join_seed import write_seeds
+from streams.node.kafka.join_seed import truncated_logs, truncation_refusal, write_seeds
 from topology.brokers import make_broker
 from topology.node_procs import TopologyError
 from topology.ports import free_port
@@ -74,6 +74,9 @@ def add_region(topo: LocalTopology, timeout: float = WAIT_S) -> int:
     if why is not None:
         raise TopologyError(why)
     topology = topo.topology
+    truncated = truncated_logs(list(topology.regions), topology.shards)
+    if truncated:
+        raise TopologyError(truncation_refusal(truncated))
     try:
         new_id = next_region_id(topology)
     except ConfigError as exc:
@@ -132,8 +135,7 @@ def add_region(topo: LocalTopology, timeout: float = WAIT_S) -> int:
         topo.node_metrics_ports[new_id] = [free_port() for _ in groups]
         topo.metrics_ports[new_id] = topo.node_metrics_ports[new_id][0]
     for node, group in enumerate(groups):
-        files = [str(seeds[s]) for s in group]
-        topo._spawn(new_id, ["--snapshot", *files], node)
+        topo._spawn(new_id, [a for s in group for a in ("--snapshot", str(seeds[s]))], node)
     for node in range(len(groups)):
         topo._wait_ready(new_id, timeout=timeout, node=node)
         _wait_serving(topo, new_id, node, timeout)

@@ -5,15 +5,17 @@ snapshot of each shard, its local part dropped and its region id replaced
 Why no positions: a snapshot's offsets are the peer's cluster's (`streams.kafka.clusters`); on the
 new region's cluster the logs' copies sit at other offsets. So the new node reads every op log on
 its cluster from its beginning and its fold drops every op the state already covers, by seq:
-exact, at the cost of reading the copies in full. This needs the copies to reach back to the
-logs' beginnings: the mirror copies each region's home log onto the new cluster from the first
-record the home log still holds, so once a retention policy deleted records there
-(`streams retention apply`), the copies start later and the node refuses to fold
-(`streams.kafka.retention.LogTruncated`, naming the log) instead of serving a state with ops
-missing. Translating the peer's positions to the new cluster's copies (by the `mirror.offset`
-headers, or by seq) is not built, so a region joins a topology whose logs were truncated only
-once that exists (docs/architecture.md, "Retention and new regions"). On the light stack (Tansu,
-no DeleteRecords) the logs are never truncated.
+exact, at the cost of reading the copies in full.
+
+Logs a retention policy truncated (`streams retention apply`): the embedded mirror copies a home
+log onto an empty cluster from source offset 0, and a home log that no longer starts there makes
+that flow fail (OFFSET_OUT_OF_RANGE). Starting the copies at each home log's first record would
+in fact be exact (the retention rule deletes a home-log record only once every other region's
+oldest kept snapshot applied it, so a fresh peer snapshot covers every deleted op), but neither
+the mirror's start nor a check on the new node that nothing lies between the seed's vector and a
+copy's first op is built. So the join is refused while any home log is truncated
+(`truncated_logs`), before anything changes. On the light stack (Tansu, no DeleteRecords) the
+logs are never truncated.
 
 The peer's snapshot is one it took after every running node counted the new region
 (`topology.join`), so no tombstone the new region could still need had been collected in it.
@@ -24,12 +26,15 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from confluent_kafka import Consumer, TopicPartition
+
 from streams.config import RegionConfig
 from streams.crdt.join import joining_region
 from streams.ids import IdMode
 from streams.kafka import clusters
+from streams.kafka.reading import consumer_config
 from streams.kafka.snapshot_chunks import read_complete
-from streams.kafka.topics import snapshot_topic
+from streams.kafka.topics import oplog_topic, snapshot_topic
 from streams.snapshot import read_snapshot, write_snapshot
 
 JOINED_FROM = "joined_from"
@@ -42,12 +47,12 @@ def write_seeds(
     region: RegionConfig,
     out_dir: Path,
     timeout: float = 60.0,
-) -> list[Path]:
+) -> dict[int, Path]:
     """Per shard of `taken` (shard -> the id of the snapshot the peer took for the join), the
     seed file of `region`, written under `out_dir`. A snapshot newer than the one named serves
     too (the peer took it later still). ValueError when the peer's snapshot topic holds neither."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = []
+    files: dict[int, Path] = {}
     for shard, wanted in sorted(taken.items()):
         found = read_complete(
             peer.bootstrap, snapshot_topic(peer.name), partition=shard, timeout=timeout
@@ -66,5 +71,33 @@ def write_seeds(
         path = out_dir / f"{region.name}-join-shard{shard}.snapshot"
         with open(path, "wb") as fp:
             write_snapshot(seed, {}, fp, region_name=region.name, meta=kept)
-        files.append(path)
+        files[shard] = path
     return files
+
+
+def truncated_logs(regions: list[RegionConfig], shards: int, timeout: float = 10.0) -> list[str]:
+    """The home op logs (on their own clusters: the one place mirrors copy from) whose start a
+    retention policy moved past offset 0, described; a region cannot join while any is (see the
+    module docstring): the mirror copies a log onto the new cluster from offset 0."""
+    found = []
+    for region in regions:
+        topic = oplog_topic(region.name)
+        consumer = Consumer(consumer_config(region.bootstrap, "streams-join-check", 100))
+        try:
+            for p in range(shards):
+                low, _high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, p), timeout=timeout, cached=False
+                )
+                if low > 0:
+                    found.append(f"{topic} partition {p} starts at offset {low}")
+        finally:
+            consumer.close()
+    return found
+
+
+def truncation_refusal(found: list[str]) -> str:
+    return (
+        "a region joins only while every home op log still reaches back to offset 0, and the"
+        f" retention policy deleted records: {'; '.join(found)} (joining over truncated logs is"
+        " not built: the mirrors would copy them from offset 0 onto the new cluster)"
+    )
