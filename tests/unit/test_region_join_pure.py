@@ -116,3 +116,28 @@ def test_streams_region_add_refuses_a_removed_name_or_id_and_changes_nothing(
         err = capsys.readouterr().err
         assert why in err and err.count("\n") == 1, err
         assert path.read_text() == text
+
+
+def test_a_counted_region_that_said_nothing_holds_every_tombstone_back() -> None:
+    """Why the running nodes count the new region before its peer's snapshot is taken: from then
+    on nothing is stable until the new region's own ops say how far it applied."""
+    r1, r2 = Region(1, IdMode.STRICT), Region(2, IdMode.STRICT)
+    r1.receive(r2.issue(ops.XAdd(b"k", (1, 2), (b"f", b"v")), 1))
+    r2.receive(r1.issue(ops.Del(b"k"), 2))
+    r1.receive(r2.issue(ops.XAdd(b"later", (3, 2), (b"f", b"v")), 3))  # r2 applied the DEL
+    assert r1.stable_vector([1, 2, 3])[1] == 0  # r3 counted, never heard from
+    assert r1.collect_tombstones([1, 2, 3]) == 0
+    r3 = joining_region(_copy(r1), 3, IdMode.STRICT)
+    r1.receive(r3.issue(ops.XAdd(b"from3", (4, 3), (b"f", b"v")), 4))  # its context: the DEL
+    assert r1.collect_tombstones([1, 2, 3]) == 1
+
+
+def _copy(region: Region) -> Region:
+    """An independent copy, as a snapshot written and read back gives the joining region."""
+    import io
+
+    from streams.snapshot import read_snapshot, write_snapshot
+
+    out = io.BytesIO()
+    write_snapshot(region, {}, out)
+    return read_snapshot(io.BytesIO(out.getvalue()))[0]
