@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 import redis
-from confluent_kafka import KafkaException
 
 from streams import exits
 from streams.config import RegionConfig, Topology, TopologyError, dump, load
@@ -112,7 +111,7 @@ def run_add(args: argparse.Namespace) -> int:
 
     try:
         truncated = truncated_logs(others, topology.shards)
-    except KafkaException as exc:
+    except ConnectionError as exc:
         print(f"streams region add: a region's cluster does not answer: {exc}", file=sys.stderr)
         return exits.UNREACHABLE
     if truncated:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from streams.config import RegionConfig
 from streams.crdt.join import joining_region
@@ -78,16 +78,20 @@ def write_seeds(
 def truncated_logs(regions: list[RegionConfig], shards: int, timeout: float = 10.0) -> list[str]:
     """The home op logs (on their own clusters: the one place mirrors copy from) whose start a
     retention policy moved past offset 0, described; a region cannot join while any is (see the
-    module docstring): the mirror copies a log onto the new cluster from offset 0."""
+    module docstring): the mirror copies a log onto the new cluster from offset 0.
+    ConnectionError when a cluster does not answer."""
     found = []
     for region in regions:
         topic = oplog_topic(region.name)
         consumer = Consumer(consumer_config(region.bootstrap, "streams-join-check", 100))
         try:
             for p in range(shards):
-                low, _high = consumer.get_watermark_offsets(
-                    TopicPartition(topic, p), timeout=timeout, cached=False
-                )
+                try:
+                    low, _high = consumer.get_watermark_offsets(
+                        TopicPartition(topic, p), timeout=timeout, cached=False
+                    )
+                except KafkaException as exc:
+                    raise ConnectionError(f"{topic} on {region.bootstrap}: {exc}") from None
                 if low > 0:
                     found.append(f"{topic} partition {p} starts at offset {low}")
         finally:
