@@ -16,17 +16,20 @@ The steps, in this order, and why:
 4. A peer region (the lowest running id) takes a snapshot of each shard (CRDT.SNAPSHOT), after
    step 3; the seed files are made from it (`streams.node.kafka.join_seed`: its local part
    dropped, the new region's id, no positions).
-5. The mirrors are rebuilt with the new region (the embedded mirror: every other region's home
-   log copied onto the new cluster from its beginning, and the new region's log, once its node
-   created it, onto every other cluster, where the running materializers find the new topic).
-6. Its nodes boot from the seed files: they serve the peer's state at once, read the copies as
-   they arrive (every log from its start, ops the seed covers dropped by seq), and write.
+5. Its nodes boot from the seed files: they serve the peer's state at once and create the
+   region's topics on its cluster.
+6. The mirrors are rebuilt with the new region (every other region's home log copied onto the
+   new cluster from its beginning, the new region's log onto every other cluster, where the
+   running materializers find the new topic within half a second); the new nodes read the
+   copies as they arrive (every log from its start, ops the seed covers dropped by seq). The
+   mirrors come last so that every flow's source topic exists when they start (the local
+   MirrorMaker 2's start waits for each flow's task).
 
 Writes go on everywhere meanwhile: nothing stops or pauses. Not built: the join over MirrorMaker
-2 (refused: its flows to and from a new cluster are not set up live here), and over logs that a
-retention policy truncated (refused before anything changes: `streams.node.kafka.join_seed`
-says why). A failure after step 3 leaves the file naming the new region
-(its nodes then hold tombstone collection back): remove it (`remove_region(i, force=True)`).
+2 (refused: not tested here), and over logs that a retention policy truncated (refused before
+anything changes: `streams.node.kafka.join_seed` says why). A failure after step 3 leaves the
+file naming the new region (its nodes then hold tombstone collection back): remove it
+(`remove_region(i, force=True)`).
 """
 
 from __future__ import annotations
@@ -122,11 +125,7 @@ def add_region(topo: LocalTopology, timeout: float = WAIT_S) -> int:
         fresh.by_id(peer), taken, fresh.region(name), topo.workdir / "join", timeout=timeout
     )
     topo.timings["join_snapshot"] = time.monotonic() - started
-    # 5. Mirrors with the new region.
-    topo.replication.stop()
-    topo.replication = make_replication(topo.mirror, fresh, topo.workdir, per_flow=topo.manual_sync)
-    topo.replication.start(copying=not topo.manual_sync)
-    # 6. Its nodes, from the seeds.
+    # 5. Its nodes, from the seeds (each creates the region's topics on its cluster).
     topo.names[new_id] = name
     topo.bootstrap[new_id] = broker.bootstrap
     topo.node_ports[new_id] = ports
@@ -139,6 +138,10 @@ def add_region(topo: LocalTopology, timeout: float = WAIT_S) -> int:
     for node in range(len(groups)):
         topo._wait_ready(new_id, timeout=timeout, node=node)
         _wait_serving(topo, new_id, node, timeout)
+    # 6. Mirrors with the new region, its own log there to be copied.
+    topo.replication.stop()
+    topo.replication = make_replication(topo.mirror, fresh, topo.workdir, per_flow=topo.manual_sync)
+    topo.replication.start(copying=not topo.manual_sync)
     topo.timings["join_serving"] = time.monotonic() - started
     return new_id
 
