@@ -25,9 +25,10 @@ The steps, in this order, and why:
    mirrors come last so that every flow's source topic exists when they start (the local
    MirrorMaker 2's start waits for each flow's task).
 
-Writes go on everywhere meanwhile: nothing stops or pauses. Not built: the join over MirrorMaker
-2 (refused: not tested here), and over logs that a retention policy truncated (refused before
-anything changes: `streams.node.kafka.join_seed` says why). A failure after step 3 leaves the
+Writes go on everywhere meanwhile: nothing stops or pauses. The same steps serve both mirrors
+(the embedded one, and MirrorMaker 2 rebuilt with the new cluster, as removal rebuilds it). Not
+built: the join over logs that a retention policy truncated (refused before anything changes:
+`streams.node.kafka.join_seed` says why). A failure after step 3 leaves the
 file naming the new region (its nodes then hold tombstone collection back): remove it
 (`remove_region(i, force=True)`).
 """
@@ -55,12 +56,6 @@ WAIT_S = 60.0
 
 
 def _refusal(topo: LocalTopology) -> str | None:
-    if topo.mirror != "embedded":
-        return (
-            "adding a region is built for the embedded mirror only: with MirrorMaker 2"
-            " (mirror='mm2') the flows to and from a new cluster are not set up live (issue"
-            " 37, part C)"
-        )
     if topo.external is not None:
         return "adding a region to an external topology: use `streams region add` on its file"
     if topo.data_dir is not None or topo.tls:
