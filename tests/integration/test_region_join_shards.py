@@ -108,6 +108,9 @@ def test_streams_region_add_for_an_operator(
                 time.sleep(0.1)
             digests = {topo.client(i).execute_command("CRDT.DIGEST") for i in (1, 2)}
             assert digests == {client.execute_command("CRDT.DIGEST")}
+            capsys.readouterr()
+            main(["status", "--topology", path])
+            assert "regions: r1, r2, r3" in capsys.readouterr().out
             client.close()
         finally:
             node.terminate()
