@@ -115,7 +115,10 @@ def run_add(args: argparse.Namespace) -> int:
         print(f"streams region add: a region's cluster does not answer: {exc}", file=sys.stderr)
         return exits.UNREACHABLE
     if truncated:
-        print(f"streams region add: {truncation_refusal(truncated)}", file=sys.stderr)
+        print(
+            f"streams region add: {truncation_refusal(truncated, 'by streams region add')}",
+            file=sys.stderr,
+        )
         return exits.UNRESOLVED
     if not known:
         dump(topology, path)

@@ -73,8 +73,8 @@ def add_region(topo: LocalTopology, timeout: float = WAIT_S) -> int:
         raise TopologyError(why)
     topology = topo.topology
     truncated = truncated_logs(list(topology.regions), topology.shards)
-    if truncated:
-        raise TopologyError(truncation_refusal(truncated))
+    if truncated and topo.mirror != "embedded":
+        raise TopologyError(truncation_refusal(truncated, "with MirrorMaker 2"))
     try:
         new_id = next_region_id(topology)
     except ConfigError as exc:
@@ -135,7 +135,13 @@ def add_region(topo: LocalTopology, timeout: float = WAIT_S) -> int:
         _wait_serving(topo, new_id, node, timeout)
     # 6. Mirrors with the new region, its own log there to be copied.
     topo.replication.stop()
-    topo.replication = make_replication(topo.mirror, fresh, topo.workdir, per_flow=topo.manual_sync)
+    topo.replication = make_replication(
+        topo.mirror,
+        fresh,
+        topo.workdir,
+        per_flow=topo.manual_sync,
+        joining=frozenset({name}) if truncated else frozenset(),
+    )
     topo.replication.start(copying=not topo.manual_sync)
     topo.timings["join_serving"] = time.monotonic() - started
     return new_id

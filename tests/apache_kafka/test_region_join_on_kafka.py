@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
 
 from tests.apache_kafka.conftest import require_kafka
 from topology.local import LocalTopology
@@ -51,3 +52,48 @@ def test_a_region_joins_on_apache_kafka_with_mirrormaker2() -> None:
         total = sum(written.values()) + 1
         for i in (1, 2, 3):
             assert sum(topo.client(i).xlen(f"s{k}") for k in range(5)) == total
+
+
+def _lows(bootstrap: str, topics: list[str]) -> dict[str, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "join-test"})
+    try:
+        return {
+            t: consumer.get_watermark_offsets(TopicPartition(t, 0), timeout=10, cached=False)[0]
+            for t in topics
+        }
+    finally:
+        consumer.close()
+
+
+def test_a_region_joins_over_logs_the_retention_policy_truncated() -> None:
+    """Apache Kafka (DeleteRecords) with the embedded mirror: the home logs no longer start at
+    offset 0; the new cluster is filled from each log's first record held, and the new node's
+    seed (r1's snapshot, taken after the deletion) covers every op deleted."""
+    require_kafka()
+    retention = {"snapshots": 2, "tail_seconds": 0}
+    with LocalTopology(regions=2, broker="kafka", mirror="embedded", retention=retention) as topo:
+        for r in range(3):
+            for i in (1, 2):
+                pipe = topo.client(i).pipeline(transaction=False)
+                for k in range(100):
+                    pipe.xadd(f"s{k % 5}", {"f": f"r{i}-{r}-{k}"})
+                pipe.delete(f"gone{r}")
+                pipe.execute()
+            topo.sync()
+            for i in (1, 2):
+                topo.client(i).execute_command("CRDT.SNAPSHOT")
+        topo.apply_retention()
+        lows = {i: _lows(topo.bootstrap[i], [f"r{i}.oplog"])[f"r{i}.oplog"] for i in (1, 2)}
+        assert all(low > 0 for low in lows.values()), lows
+        started = time.monotonic()
+        new = topo.add_region()
+        print(f"\nr{new} joined over truncated logs {lows} in {time.monotonic() - started:.1f} s")
+        topo.client(new).xadd("s0", {"f": "r3"})
+        topo.client(1).xadd("s1", {"f": "r1-after"})
+        topo.sync(timeout=120)
+        digests = {i: topo.client(i).execute_command("CRDT.DIGEST") for i in (1, 2, 3)}
+        assert len(set(digests.values())) == 1, digests
+        for i in (1, 2, 3):
+            assert sum(topo.client(i).xlen(f"s{k}") for k in range(5)) == 602
+        copies = _lows(topo.bootstrap[new], ["r1.oplog", "r2.oplog"])
+        print(f"copies on r{new}'s cluster start at {copies} (first records held copied)")

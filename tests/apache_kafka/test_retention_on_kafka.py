@@ -172,7 +172,7 @@ def test_a_region_that_left_no_longer_holds_back_the_others_logs(topo: LocalTopo
     """Last: r2 (its node down since the previous test) leaves; MirrorMaker 2 is rebuilt
     without it, and r1's home log is trimmed on r1's snapshots alone."""
     with pytest.raises(TopologyError, match="retention policy deleted records"):
-        topo.add_region()  # a join over truncated logs is not built: refused, nothing changed
+        topo.add_region()  # over truncated logs with MirrorMaker 2: refused, nothing changed
     assert load(topo.topology_path).names == ["r1", "r2"]
     with pytest.raises(TopologyError, match="force=True"):
         topo.remove_region(2)  # its node cannot say how far it wrote

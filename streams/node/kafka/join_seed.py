@@ -99,9 +99,11 @@ def truncated_logs(regions: list[RegionConfig], shards: int, timeout: float = 10
     return found
 
 
-def truncation_refusal(found: list[str]) -> str:
+def truncation_refusal(found: list[str], here: str) -> str:
     return (
-        "a region joins only while every home op log still reaches back to offset 0, and the"
-        f" retention policy deleted records: {'; '.join(found)} (joining over truncated logs is"
-        " not built: the mirrors would copy them from offset 0 onto the new cluster)"
+        "the retention policy deleted records from home op logs: "
+        + "; ".join(found)
+        + " (a region joins over truncated logs only by LocalTopology.add_region with the"
+        f" embedded mirror, which fills the new cluster from each log's first record held; not"
+        f" {here})"
     )

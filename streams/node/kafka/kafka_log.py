@@ -187,6 +187,7 @@ class KafkaLog:
             skip_records=self.skip_records,
             partition=shard,
             gate=self._gate(shard),
+            covered=spec.covered,
         )
 
     def _gate(self, shard: int) -> RecordGate:
