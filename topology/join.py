@@ -26,11 +26,12 @@ The steps, in this order, and why:
    MirrorMaker 2's start waits for each flow's task).
 
 Writes go on everywhere meanwhile: nothing stops or pauses. The same steps serve both mirrors
-(the embedded one, and MirrorMaker 2 rebuilt with the new cluster, as removal rebuilds it). Not
-built: the join over logs that a retention policy truncated (refused before anything changes:
-`streams.node.kafka.join_seed` says why). A failure after step 3 leaves the
-file naming the new region (its nodes then hold tombstone collection back): remove it
-(`remove_region(i, force=True)`).
+(the embedded one, and MirrorMaker 2 rebuilt with the new cluster, as removal rebuilds it). Over
+op logs a retention policy truncated, the embedded mirror fills the new cluster from each home
+log's first record held (`joining`), which the peer's snapshot covers
+(`streams.node.kafka.join_seed` says why); with MirrorMaker 2 that is not built and refused
+before anything changes. A failure after step 3 leaves the file naming the new region (its nodes
+then hold tombstone collection back): remove it (`remove_region(i, force=True)`).
 """
 
 from __future__ import annotations

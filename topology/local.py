@@ -372,8 +372,8 @@ class LocalTopology(NodeProcesses):
         """A new region joins while the others serve and write (`topology.join`): a fresh id
         (never one a region had), the running nodes count it, its node boots from a peer's
         snapshot, the mirrors carry its log and the others'. Returns its index (its id).
-        Ephemeral plaintext topologies only, over op logs no retention policy truncated (else
-        TopologyError)."""
+        Ephemeral plaintext topologies only; over op logs a retention policy truncated, with the
+        embedded mirror only (else TopologyError)."""
         return join.add_region(self)
 
     def pause(self) -> None:

@@ -4,18 +4,20 @@ snapshot of each shard, its local part dropped and its region id replaced
 
 Why no positions: a snapshot's offsets are the peer's cluster's (`streams.kafka.clusters`); on the
 new region's cluster the logs' copies sit at other offsets. So the new node reads every op log on
-its cluster from its beginning and its fold drops every op the state already covers, by seq:
-exact, at the cost of reading the copies in full.
+its cluster from its first record held and its fold drops every op the state already covers, by
+seq: exact, at the cost of reading the copies in full.
 
 Logs a retention policy truncated (`streams retention apply`): the embedded mirror copies a home
-log onto an empty cluster from source offset 0, and a home log that no longer starts there makes
-that flow fail (OFFSET_OUT_OF_RANGE). Starting the copies at each home log's first record would
-in fact be exact (the retention rule deletes a home-log record only once every other region's
-oldest kept snapshot applied it, so a fresh peer snapshot covers every deleted op), but neither
-the mirror's start nor a check on the new node that nothing lies between the seed's vector and a
-copy's first op is built. So the join is refused while any home log is truncated
-(`truncated_logs`), before anything changes. On the light stack (Tansu, no DeleteRecords) the
-logs are never truncated.
+log onto an empty cluster from source offset 0, which a truncated log no longer has (the flow
+fails: OFFSET_OUT_OF_RANGE). For a joining cluster it starts at each home log's first record
+held instead (`topology.mirror.clients.Route.from_log_start`). That is exact: the retention rule
+deletes a home-log record only once every other region's oldest kept snapshot applied it, and
+the origin's own log only below its own oldest kept snapshot's position, so the peer's snapshot
+taken for the join covers every op deleted. The new node checks it anyway: the first op of each
+log it reads from the first record held must follow on from the seed's vector, else it stops,
+naming the log (`streams.node.kafka.materializer.Materializer._check_follows`). Over MirrorMaker
+2 (whose start on a truncated log was not tried) and through `streams region add` (the operator
+starts the mirrors) the join is refused while any home log is truncated (`truncated_logs`).
 
 The peer's snapshot is one it took after every running node counted the new region
 (`topology.join`), so no tombstone the new region could still need had been collected in it.
