@@ -141,3 +141,23 @@ def _copy(region: Region) -> Region:
     out = io.BytesIO()
     write_snapshot(region, {}, out)
     return read_snapshot(io.BytesIO(out.getvalue()))[0]
+
+
+def test_a_log_read_from_its_first_record_held_must_follow_on_from_the_boot_state() -> None:
+    from streams.node.kafka.materializer import Materializer
+    from streams.node.runtime.oplog import Decoded
+
+    reader = Materializer(
+        "127.0.0.1:1", "r3.local", lambda batch: None, lambda exc: None, covered={1: 3}
+    )
+    try:
+
+        def op(seq: int) -> ops.Op:
+            return ops.Op(1, seq, (), 1, ops.XAdd(b"k", (1, seq), (b"f", b"v")))
+
+        reader._check_follows(Decoded("r1.oplog", 0, 7, op(4)))  # the next op: fine
+        reader._check_follows(Decoded("r1.oplog", 0, 7, op(2)))  # covered: dropped by seq
+        with pytest.raises(RuntimeError, match=r"r1.oplog partition 0 now starts at offset 7"):
+            reader._check_follows(Decoded("r1.oplog", 0, 7, op(6)))  # 4 and 5 are gone
+    finally:
+        reader.stop()
