@@ -7,7 +7,10 @@ Without `--force`, every other region must already have applied every op the reg
 its nodes and theirs report it (stop writing to it first); otherwise nothing changes. With
 `--force` (its nodes are gone), ops of it that no mirror had copied are lost. Its nodes and the
 mirrors to and from its cluster are then stopped by the operator (`streams up --topology FILE`
-restarts the mirrors from the file). `streams region add` (a region joining) is not built.
+restarts the mirrors from the file).
+
+`streams region add NAME --bootstrap HOST:PORT --port N`: a region joins (issue 37, part C;
+`streams.region_add` says how).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from streams.config import RegionConfig, Topology, TopologyError, dump, load
 def add_parser(sub: Any, state_dir: Path) -> None:
     parser = sub.add_parser(
         "region",
-        help="remove a region from the topology while the others serve (add: not built)",
+        help="add a region to the topology, or remove one, while the others serve",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
         epilog=exits.epilog(exits.DIFFERS, exits.UNRESOLVED),
     )
@@ -42,6 +45,19 @@ def add_parser(sub: Any, state_dir: Path) -> None:
     parser.add_argument("--topology", help="topology file (default: the one `streams up` wrote)")
     parser.add_argument("--state-dir", type=Path, default=state_dir)
     parser.add_argument("--password", help="the nodes' password (default: $REDISCLI_AUTH)")
+    parser.add_argument("--bootstrap", help="add: the new region's Kafka cluster")
+    parser.add_argument("--port", type=int, help="add: its node's RESP port")
+    parser.add_argument("--id", type=int, help="add: its id (default: above every id ever used)")
+    parser.add_argument("--id-mode", help="add: its ID mode (default: the first region's)")
+    parser.add_argument(
+        "--from", dest="source", help="add: the region whose snapshot seeds it (default: first)"
+    )
+    parser.add_argument(
+        "--seed-dir", default=".", help="add: where its seed snapshot files go (default: .)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=30.0, help="add: seconds to wait for the nodes"
+    )
 
 
 def _vector(region: RegionConfig, password: str | None) -> dict[str, int]:
@@ -86,11 +102,9 @@ def _missing(topology: Topology, name: str, password: str | None) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     if args.action == "add":
-        print(
-            "streams region add: not built yet (issue 37, part C: a region joining online)",
-            file=sys.stderr,
-        )
-        return exits.USAGE
+        from streams.region_add import run_add
+
+        return run_add(args)
     path = Path(args.topology) if args.topology else args.state_dir / "topology.toml"
     try:
         topology = load(path)

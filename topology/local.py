@@ -42,6 +42,7 @@ from streams.config.kafka import DEFAULT_COMPRESSION
 from streams.config.retention import parse_retention
 from streams.node.kafka import log_retention
 from streams.resp.tls import TlsOptions
+from topology import join
 from topology import regions as region_changes
 from topology.apache_kafka import client_tls_settings
 from topology.brokers import BROKERS, Broker, BrokerHost, make_broker, restartable
@@ -368,10 +369,12 @@ class LocalTopology(NodeProcesses):
         region_changes.remove_region(self, i, force)
 
     def add_region(self) -> int:
-        """Not built (issue 37, part C): refused rather than half done."""
-        raise NotImplementedError(
-            "adding a region to a running topology is not built yet (issue 37, part C)"
-        )
+        """A new region joins while the others serve and write (`topology.join`): a fresh id
+        (never one a region had), the running nodes count it, its node boots from a peer's
+        snapshot, the mirrors carry its log and the others'. Returns its index (its id).
+        Ephemeral plaintext topologies only; over op logs a retention policy truncated, with the
+        embedded mirror only (else TopologyError)."""
+        return join.add_region(self)
 
     def pause(self) -> None:
         """Stop replication (the mirrors copy nothing until resume())."""

@@ -80,9 +80,11 @@ class Replication(Protocol):
 class EmbeddedReplication:
     """`topology.mirror.MirrorSet`: copies on demand, or continuously once started."""
 
-    def __init__(self, topology: Topology) -> None:
+    def __init__(self, topology: Topology, joining: frozenset[str] = frozenset()) -> None:
         self.topology = topology
-        self.mirrors = MirrorSet(topology)
+        self.joining = joining
+        """Regions whose clusters are filled from each log's first record held (a join)."""
+        self.mirrors = MirrorSet(topology, joining=joining)
         self._copying = False
 
     def start(self, copying: bool) -> None:
@@ -112,7 +114,7 @@ class EmbeddedReplication:
         self.mirrors.stop()
 
     def restart(self) -> None:
-        self.mirrors = MirrorSet(self.topology)
+        self.mirrors = MirrorSet(self.topology, joining=self.joining)
         if self._copying:
             self.mirrors.start()
 
@@ -248,11 +250,13 @@ def make_replication(
     work_dir: Path,
     exactly_once: bool = True,
     per_flow: bool = True,
+    joining: frozenset[str] = frozenset(),
 ) -> Replication:
     """The mirrors of `kind` for `topology`; `per_flow`: MirrorMaker 2 in one process per flow
-    (syncs among some regions only), else in one process."""
+    (syncs among some regions only), else in one process; `joining` (embedded mirror): regions
+    whose clusters are filled from each log's first record held (`topology.join`)."""
     if kind == "embedded":
-        return EmbeddedReplication(topology)
+        return EmbeddedReplication(topology, joining)
     if kind == "mm2":
         return MirrorMakerReplication(topology, work_dir / "mm2", exactly_once, per_flow)
     raise ValueError(f"unknown mirror {kind!r}: expected one of {', '.join(MIRRORS)}")

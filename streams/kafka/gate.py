@@ -206,6 +206,12 @@ class RecordGate:
         self._home: dict[str, str | None] = {}
         """Per topic read: the region whose op log it is (None: not an op log)."""
 
+    def admit(self, regions: Mapping[int, str], keys: Mapping[int, bytes]) -> None:
+        """Regions that joined the topology while the reader runs (called from the node's
+        thread: single dict updates, which the reader thread sees whole)."""
+        self.regions.update(regions)
+        self.keys.update(keys)
+
     def check(
         self,
         topic: str,

@@ -394,8 +394,10 @@ class RegionNode:
                     log.exception("%s: housekeeping failed", shard.name)
 
     def _regions_changed(self, topology: Topology) -> None:
-        """A region was removed from the topology file: stop waiting for it."""
+        """Regions were removed from the topology file (no longer waited for) or added to it
+        (waited for from now on, their records accepted): `streams.node.topology_watch`."""
         gone = sorted(set(self.topology.names) - set(topology.names))
+        added = sorted(set(topology.names) - set(self.topology.names))
         if self.name in gone:  # this node's own region left: it should have been stopped
             log.error(
                 "%s: this region was removed from the topology (streams region remove): stop"
@@ -404,14 +406,24 @@ class RegionNode:
             )
             return
         self.topology = topology
+        if added:
+            # Before the shards count them: a record of theirs must find a gate that knows them.
+            self.shards.names.update(topology.origins)
+            if isinstance(self.log, KafkaLog):
+                joined = [topology.region(name) for name in added]
+                self.log.admit_regions(
+                    {r.id: r.name for r in joined},
+                    {r.id: bytes.fromhex(r.signing_key) for r in joined if r.signing_key},
+                )
         current = tuple(sorted(r.id for r in topology.regions))
         former = tuple(sorted(r.id for r in topology.removed))
         for shard in self.shards.shards:
             shard.set_regions(current, former)
         log.warning(
-            "%s: region(s) %s removed from the topology: no longer waited for (regions now %s)",
+            "%s: region(s)%s%s: regions now %s",
             self.name,
-            ", ".join(gone),
+            f" {', '.join(gone)} removed (no longer waited for)" if gone else "",
+            f" {', '.join(added)} added (waited for from now on)" if added else "",
             ", ".join(topology.names),
         )
 

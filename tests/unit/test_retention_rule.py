@@ -119,5 +119,5 @@ def test_the_command_refuses_a_bad_retention_table_in_one_line(
     path.write_text(HEAD)
     assert main(["retention", "apply", "--topology", str(path)]) == 3
     assert "has no [retention] table" in capsys.readouterr().err
-    assert main(["region", "add", "r2", "--topology", str(path)]) == 64
-    assert "not built yet" in capsys.readouterr().err
+    assert main(["region", "add", "r2", "--topology", str(path)]) == 3
+    assert "--bootstrap and --port are needed" in capsys.readouterr().err

@@ -68,6 +68,11 @@ class Route:
     poll_timeout: float = 0.1
     batch_size: int = 2000
     replication: Replication = Replication()
+    from_log_start: bool = False
+    """An empty target partition is filled from the first record the source still holds (a
+    region joining over logs a retention policy truncated: `topology.join`), not from offset 0
+    (where a truncated source makes the copy fail: nothing below its start may be skipped
+    silently for a cluster whose readers read its copy from the beginning)."""
     """Of the target topic, when the mirror creates it (the topology's)."""
 
     def __post_init__(self) -> None:

@@ -53,8 +53,10 @@ class Mirror:
         poll_timeout: float = 0.1,
         batch_size: int = 2000,
         replication: Replication | None = None,
+        from_log_start: bool = False,
     ) -> None:
-        """`replication`: of the target topic when this mirror creates it (the topology's)."""
+        """`replication`: of the target topic when this mirror creates it (the topology's);
+        `from_log_start`: `Route.from_log_start`."""
         route = Route(
             source_bootstrap,
             target_bootstrap,
@@ -64,6 +66,7 @@ class Mirror:
             poll_timeout=poll_timeout,
             batch_size=batch_size,
             replication=replication or Replication(),
+            from_log_start=from_log_start,
         )
         self.route = route
         self.source_bootstrap = source_bootstrap

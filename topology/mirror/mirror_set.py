@@ -16,7 +16,11 @@ class MirrorSet:
     on its cluster), so such pairs are skipped.
     """
 
-    def __init__(self, topology: Topology, naming: str | None = None) -> None:
+    def __init__(
+        self, topology: Topology, naming: str | None = None, joining: frozenset[str] = frozenset()
+    ) -> None:
+        """`joining`: regions whose clusters are filled from each source's first record held
+        (`Route.from_log_start`: a region joining over truncated logs)."""
         self.topology = topology
         self.naming = naming or topology.mirror_naming
         self.mirrors: dict[tuple[str, str], Mirror] = {}
@@ -32,6 +36,7 @@ class MirrorSet:
                     source.alias,
                     self.naming,
                     replication=replication,
+                    from_log_start=target.name in joining,
                 )
 
     def mirror(self, source: str, target: str) -> Mirror:

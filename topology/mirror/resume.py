@@ -49,13 +49,23 @@ it delivered counts as the partition's last (see the module docstring)."""
 
 
 def resume_offsets(clients: Clients, partitions: int, deadline: Deadline) -> dict[int, int]:
-    """Per partition of the source, the next source offset to copy (0 for an empty target)."""
+    """Per partition of the source, the next source offset to copy (for an empty target: 0, or
+    the source's first record held with `Route.from_log_start`)."""
     copies = {
         p: (_mirrored_offset(clients, p, last), last)
         for p, last in _last_copies(clients, partitions, deadline).items()
     }
     _verify_sources(clients, copies, deadline)
-    return {p: copies[p][0] + 1 if p in copies else 0 for p in range(partitions)}
+    empty = [p for p in range(partitions) if p not in copies]
+    first = dict.fromkeys(empty, 0)
+    if empty and clients.route.from_log_start:
+        consumer = clients.consumer(clients.route.source_bootstrap, "log-start")
+        try:
+            bounds = _bounds(consumer, clients.route.source_topic, empty, deadline)
+        finally:
+            consumer.close()
+        first = {p: low for p, (low, _high) in bounds.items()}
+    return {p: copies[p][0] + 1 if p in copies else first[p] for p in range(partitions)}
 
 
 def _read(

@@ -111,6 +111,8 @@ class KafkaLog:
         self.skip_records = skip_records
         self.regions = dict(regions) if regions is not None else {region_id: region_name}
         self.keys = dict(keys or {})
+        self._gates: dict[int, list[RecordGate]] = {}
+        """Per shard, the record gates of its newest readers (`admit_regions` widens them)."""
         self.snapshots_kept = snapshots_kept
         """Complete snapshots kept per shard (the retention policy anchors the op logs on the
         oldest of them, so it must outlive what the policy counts)."""
@@ -184,8 +186,26 @@ class KafkaLog:
             else frozenset({self.oplog_topic, self.local_topic}),
             skip_records=self.skip_records,
             partition=shard,
-            gate=RecordGate(self.regions, self.region_id, self.keys),
+            gate=self._gate(shard),
+            covered=spec.covered,
         )
+
+    def _gate(self, shard: int) -> RecordGate:
+        gate = RecordGate(self.regions, self.region_id, self.keys)
+        # A reload's reader runs beside the serving one until the switch: the last few suffice.
+        self._gates[shard] = [*self._gates.get(shard, [])[-2:], gate]
+        return gate
+
+    def admit_regions(self, regions: Mapping[int, str], keys: Mapping[int, bytes]) -> None:
+        """Regions joined the topology (`streams.node.topology_watch`): their records are
+        accepted from now on, by the readers running and by those made later. Called before the
+        joining region writes anything (`topology.join` waits for every node to follow the file
+        first), so no record of it meets a gate that does not know it."""
+        self.regions.update(regions)
+        self.keys.update(keys)
+        for gates in self._gates.values():
+            for gate in gates:
+                gate.admit(regions, keys)
 
     def snapshots(self, shard: int) -> KafkaSnapshots:
         return KafkaSnapshots(

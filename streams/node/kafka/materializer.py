@@ -42,6 +42,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Message
 
+from streams.crdt.ops import Op
 from streams.kafka import retention
 from streams.kafka.gate import RecordGate, UndecodableRecord
 from streams.kafka.paced import PacedConsumer
@@ -74,11 +75,15 @@ class Materializer:
         *,
         partition: int = 0,
         gate: RecordGate | None = None,
+        covered: dict[int, int] | None = None,
     ) -> None:
         """`own_topics`: the region's own logs; read while catching up, then dropped, since the
         live node applied their ops when it wrote them (reading them back would only decode
         every write of the region to throw it away). `start_offsets` (per topic) and every
-        position are offsets in partition `partition`, the one partition read of each topic."""
+        position are offsets in partition `partition`, the one partition read of each topic.
+        `covered` (`ReaderSpec.covered`): the applied vector of a boot state that came without
+        positions; each op log it does not position is then read from its first record held,
+        whose first op must follow on from that vector (`_check_follows`)."""
         self.bootstrap = bootstrap
         self.local_topic = local_topic
         self.partition = partition
@@ -92,6 +97,9 @@ class Materializer:
         """Refuses records that decode but cannot be ops of the topology (`streams.kafka.gate`)."""
         self.admission = Admission(gate, skip_records)
         """Every record read goes through it: decoded, gated, skipped records counted."""
+        self.covered = covered
+        self._unchecked: set[str] = set()
+        """Op logs read from their first record held whose first op is not checked yet."""
         self._local_read = False  # the .local backlog is read: the other topics may come
         self.own_positions: dict[str, int] = {}
         """Where reading the own topics stopped when they were dropped after catching up."""
@@ -179,6 +187,11 @@ class Materializer:
         # Other regions' logs may grow steadily while they are read: caught up at the end
         # first reported (streams.kafka.reading's docstring says why).
         starts = {self._part(t): self._start.get(t, 0) for t in new}
+        if self.covered is not None:
+            lifted = [p for p in starts if p[0] not in self._start and p[0] != self.local_topic]
+            if lifted:
+                starts.update(self._reader.low_watermarks(lifted, timeout=10.0))
+                self._unchecked.update(t for t, _p in lifted)
         self._check_reaches(starts)
         self._reader.assign(
             starts,
@@ -231,7 +244,30 @@ class Materializer:
                 offset,
             )
         continues = admitted.continues
-        return [Decoded(topic, partition, offset, r, continues) for _i, r in admitted.items]
+        decoded = [Decoded(topic, partition, offset, r, continues) for _i, r in admitted.items]
+        if topic in self._unchecked and decoded:
+            self._unchecked.discard(topic)
+            self._check_follows(decoded[0])
+        return decoded
+
+    def _check_follows(self, first: Decoded) -> None:
+        """The first op read of a log read from its first record held (a boot state without
+        positions) must follow on from the state's applied vector: an op of origin O past
+        covered[O] + 1 means the ops between were deleted (retention) before this state covered
+        them; folding on would leave them missing for good, so reading stops, naming the log."""
+        op = first.record
+        if not isinstance(op, Op):
+            return
+        covered = (self.covered or {}).get(op.origin, 0)
+        if op.seq > covered + 1:
+            raise RuntimeError(
+                f"{self.name}: {first.topic} partition {first.partition} now starts at offset"
+                f" {first.offset} with op {op.origin}:{op.seq}, but the state this node booted"
+                f" from covers that region's ops only up to seq {covered}: ops {covered + 1}.."
+                f"{op.seq - 1} were deleted from the log (retention) before any snapshot this"
+                " node can use covered them; boot from a newer snapshot (for a joining region:"
+                " a peer snapshot taken after the deletion)"
+            )
 
     @property
     def records_skipped(self) -> int:

@@ -127,11 +127,14 @@ class Loader:
 
     def _make_reader(self, replica: Replica, booted: Snapshot | None) -> Reader:
         """A reader feeding `replica`, which starts over from `booted` (a snapshot) or empty."""
+        covered: dict[int, int] | None = None
         if booted is None:
             replica.reset()
             start = None
         else:
             _id, region, positions = booted
+            if not positions:  # a seed, or translated by seq: every log from its first record
+                covered = region.vector
             replica.reset(region, positions)
             start = {topic: offset for (topic, _p), offset in positions.items()}
         loop = asyncio.get_running_loop()
@@ -140,7 +143,9 @@ class Loader:
         def on_batch(batch: Batch) -> None:
             loop.call_soon_threadsafe(replica.feed, batch)
 
-        return self._new_reader(ReaderSpec(on_batch, self._on_error, start, self._read_own()))
+        return self._new_reader(
+            ReaderSpec(on_batch, self._on_error, start, self._read_own(), covered)
+        )
 
     def _on_error(self, exc: Exception) -> None:
         """In the reader's thread: reading stopped for good."""

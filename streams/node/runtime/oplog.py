@@ -144,6 +144,11 @@ class ReaderSpec:
     read_own: bool
     """Read the region's own logs too, not only to catch up: true once another writer (which
     fenced this node) appends to them."""
+    covered: dict[int, int] | None = None
+    """Set when the boot state came with no positions (a joining region's seed, a snapshot of
+    another cluster): its applied vector. Each log is then read from its first record held, and
+    that record's first op of origin O must not lie past covered[O] + 1 (else ops between are
+    missing: the reader stops, naming the log)."""
 
 
 Snapshot = tuple[str, Region, Positions]
