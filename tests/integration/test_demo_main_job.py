@@ -1,7 +1,8 @@
 """README's main job, `streams demo`, run as a user runs it: every seed table on embedded brokers
 (one shard per region, Tansu with the embedded mirror; one topology per ID mode, each table on
-keys of its own), actual beside the seed's expected, and the exit status says whether all held. It is also the one-shard shape of the seed tables on the
-light stack (tests/integration/test_seed_tables_e2e.py runs the sharded shapes)."""
+keys of its own), actual beside the seed's expected, and the exit status says whether all held.
+It is also the one-shard shape of the seed tables on the light stack
+(tests/integration/test_seed_tables_e2e.py runs the sharded shapes)."""
 
 from __future__ import annotations
 
