@@ -59,7 +59,7 @@ class NodeProcesses:
                 " never used again"
             )
         if i not in self.node_ports:
-            raise KeyError(f"no region {i}: regions are 1..{len(self.node_ports)}")
+            raise KeyError(f"no region {i}: regions are {sorted(self.node_ports)}")
         return self.node_ports[i]
 
     def _every_node(self) -> list[tuple[int, int]]:
