@@ -202,7 +202,7 @@ def _run_embedded(
         regions=regions, manual_sync=True, id_mode=id_mode, debug_clock=True
     ) as topo:
         for scenario in scenarios:
-            driver = KeyspaceDriver(topo, scenario.slug.encode() + b":", scenario.regions)
+            driver = KeyspaceDriver.for_table(topo, scenario)
             try:
                 outcomes = run(scenario, driver)
             finally:

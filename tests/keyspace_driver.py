@@ -12,7 +12,7 @@ from streams.scenarios.runner import failures, run
 def check_table_on_own_keys(topology: Topology, scenario: Scenario) -> None:
     """Run `scenario` on `topology` under keys of its own; every step must give what the seed
     table says (the failing steps listed otherwise)."""
-    driver = KeyspaceDriver(topology, scenario.slug.encode() + b":", scenario.regions)
+    driver = KeyspaceDriver.for_table(topology, scenario)
     try:
         bad = failures(run(scenario, driver))
     finally:

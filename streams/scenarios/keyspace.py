@@ -12,6 +12,7 @@ first two of a bigger topology; its syncs are among its own regions.
 from __future__ import annotations
 
 from streams.commands.keyspec import command_keys
+from streams.scenarios import Scenario
 from streams.scenarios.resp_driver import RespDriver, Topology
 
 CONTAINERS = {b"xgroup", b"xinfo"}
@@ -30,6 +31,11 @@ class KeyspaceDriver(RespDriver):
         super().__init__(topology)
         self.prefix = prefix
         self.regions = tuple(range(1, regions + 1))
+
+    @classmethod
+    def for_table(cls, topology: Topology, scenario: Scenario) -> KeyspaceDriver:
+        """The driver of one seed table: keys prefixed `<slug>:`, syncs among its regions."""
+        return cls(topology, scenario.slug.encode() + b":", scenario.regions)
 
     def execute(self, region: int, args: tuple[bytes, ...], clock_ms: int | None) -> object:
         keys = command_keys(_name(args), list(args))

@@ -5,11 +5,11 @@ waits to be applied, the exact log positions the state covers are noted, and the
 the child writes the snapshot from its copy-on-write image while the parent serves on, then the
 parent publishes the file. A snapshot is due every `every_ops` new ops or `every_s` seconds with
 new ops (0 turns either off), on CRDT.SNAPSHOT, and at a clean stop after enough new ops
-(`at_stop`). New ops are this shard's committed writes and
-the ops its fold applied from the logs (the other regions'): a region that only receives must
-snapshot too, or its restart reads every log from the start (measured: after 1,000,000 XADDs into
-r1 of three regions on Apache Kafka, r2 and r3 read 1,000,064 ops at restart and served after
-58 s, while r1 read its 92,000 ops of tail).
+(`at_stop`). New ops are this shard's committed writes and the ops its fold applied from the
+logs (the other regions'): a region that only receives must snapshot too, or its restart reads
+every log from the start (measured: after 1,000,000 XADDs into r1 of three regions on Apache
+Kafka, r2 and r3 read 1,000,064 ops at restart and served after 58 s, while r1 read its 92,000
+ops of tail).
 """
 
 from __future__ import annotations
