@@ -30,6 +30,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+IDLE_STEP_S = 0.5
+"""How long an idle reader's step waits for a record before its bookkeeping runs (watermarks,
+pacing): every reader of an idle topology ran it 10-20 times a second. A record or an error
+event ends the wait at once; a `wake` within one `poll_s` slice."""
+
 
 class PacedConsumer:
     """The continuous reader: one librdkafka consumer over the partitions assigned to it, with
@@ -46,8 +51,9 @@ class PacedConsumer:
     the data records. Records of partitions no longer assigned are dropped. `read_to_end`
     repeats it from where every partition stands up to an EOF reported after it began.
 
-    Threads: one thread reads (every method but these four); `wake`, `positions`, `describe`
-    and `wait_ms` may be called from any thread. The reading thread may look at `tracker` freely.
+    Threads: one thread reads (every method but these five); `wake`, `interrupt`, `positions`,
+    `describe` and `wait_ms` may be called from any thread. The reading thread may look at
+    `tracker` freely.
     """
 
     def __init__(
@@ -76,6 +82,7 @@ class PacedConsumer:
         self.tracker = EndTracker()
         self._lock = threading.Lock()  # the tracker, for `positions` / `describe` elsewhere
         self._wake = threading.Event()
+        self._interrupt = threading.Event()
         self._consumer: Consumer | None = None
 
     # --- from any thread -------------------------------------------------------------------------
@@ -84,6 +91,10 @@ class PacedConsumer:
         """Records are expected now (a sync, a copy on demand): the next step leaves the idle
         wait (`FetchPacer.wake`)."""
         self._wake.set()
+
+    def interrupt(self) -> None:
+        """End the current step's idle wait without changing the pacing (a stop, a pause)."""
+        self._interrupt.set()
 
     def positions(self) -> dict[Partition, int]:
         """The next offset to read per assigned partition."""
@@ -162,7 +173,20 @@ class PacedConsumer:
     def poll(self, wait_s: float | None = None) -> list[Msg]:
         """One step (see the class docstring); the data records it delivered, in order."""
         consumer = self._open()
-        events = poll_batch(consumer, self.poll_s if wait_s is None else wait_s, self.max_records)
+        step_s = self.poll_s if wait_s is None else wait_s
+        events = poll_batch(consumer, step_s, self.max_records)
+        if not events and wait_s is None and self.pacer.idle:
+            # Idle: wait longer in slices before the step's bookkeeping (an idle step's Python
+            # work woke every reader 10-20 times a second); a record ends the wait at once, a
+            # `wake` within a slice.
+            slices = max(0, round(IDLE_STEP_S / step_s) - 1) if step_s > 0 else 0
+            for _ in range(slices):
+                if self._wake.is_set() or self._interrupt.is_set():
+                    break
+                events = poll_batch(consumer, step_s, self.max_records)
+                if events:
+                    break
+        self._interrupt.clear()
         records: list[Msg] = []
         errors: list[Msg] = []
         delivered: set[Partition] = set()

@@ -214,6 +214,11 @@ class FetchPacer:
             base = p.active_ms
         return min(p.max_ms, max(base, self.floor_ms))
 
+    @property
+    def idle(self) -> bool:
+        """The idle wait is in use (nothing arrived for `idle_after_s`, no backlog)."""
+        return not self.catching_up and self.wait_ms == self.pacing.idle_ms and not self.floor_ms
+
     def caught_up(self, now: float) -> None:
         self.catching_up = False
         self._last_data = now

@@ -54,11 +54,18 @@ class Host:
         _ip(*inside, "link", "set", "lo", "up")
 
     def down(self) -> None:
-        """Cut the host off: nothing reaches it and it reaches nothing (its link is down)."""
-        _ip("link", "set", self.link, "down")
+        """Cut the host off: nothing reaches it and it reaches nothing. The link is taken down
+        on the namespace's side: this machine keeps its route to the host (flagged `linkdown`),
+        so packets to it are dropped and connections time out, as in a real partition. Taking
+        the machine's side down instead removes that route, and connections to the host's
+        address follow the default route: on these machines a proxy there accepts any TCP
+        connection and answers `HTTP/1.1 400`, which a Kafka client reads as a response of
+        1,213,486,160 bytes (b"HTTP"): MirrorMaker 2 died of OutOfMemoryError in
+        NetworkReceive.readFrom during the partition test (issue 32)."""
+        _ip("netns", "exec", self.name, "ip", "link", "set", f"{self.name}-n", "down")
 
     def up(self) -> None:
-        _ip("link", "set", self.link, "up")
+        _ip("netns", "exec", self.name, "ip", "link", "set", f"{self.name}-n", "up")
 
     def remove(self) -> None:
         subprocess.run(["ip", "link", "del", self.link], capture_output=True)

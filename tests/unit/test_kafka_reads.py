@@ -375,6 +375,42 @@ def test_wake_leaves_the_idle_wait_at_the_next_step(monkeypatch: pytest.MonkeyPa
     assert cluster.assigned(2) == [("assign", [("a", 7)])]
 
 
+def test_an_idle_step_polls_in_slices_until_a_record_and_an_interrupt_ends_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Idle, one step waits up to IDLE_STEP_S in poll_s slices before its bookkeeping (an idle
+    topology's readers woke 10-20 times a second); a record ends the wait at its slice."""
+    monkeypatch.setattr(paced, "IDLE_STEP_S", 0.01)  # ten slices of poll_s = 0.001
+    cluster = Cluster([[], [], [], [rec("a", 7)]])
+    reader = _paced(monkeypatch, cluster, pacing=PACING, catching_up=False)
+
+    def polls() -> int:
+        return sum(1 for c in cluster.consumers for call in c.calls if call[0] == "poll")
+
+    reader.assign({("a", 0): 7})
+    time.sleep(PACING.idle_after_s * 2)
+    assert reader.poll() == []  # the step that sees the quiet: the long wait from now on
+    assert reader.wait_ms == PACING.idle_ms
+    before = polls()
+    assert offsets(reader.poll()) == [("a", 7)]
+    assert polls() - before == 3  # two empty slices, then the record: one step
+    assert reader.wait_ms == PACING.active_ms  # records flow again: the short wait
+    time.sleep(PACING.idle_after_s * 2)
+    assert reader.poll() == []
+    assert reader.wait_ms == PACING.idle_ms
+    before = polls()
+    assert reader.poll() == []  # nothing comes: the whole step, ten slices
+    assert polls() - before == 10
+    reader.interrupt()
+    before = polls()
+    assert reader.poll() == []  # interrupted: one slice, and the pacing is unchanged
+    assert polls() - before == 1
+    assert reader.wait_ms == PACING.idle_ms
+    before = polls()
+    assert reader.poll() == []  # an interrupt ends one step only
+    assert polls() - before == 10
+
+
 def test_read_to_end_starts_every_partition_afresh_and_ends_once_each_reported_an_eof_since(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

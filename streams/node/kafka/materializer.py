@@ -144,6 +144,7 @@ class Materializer:
 
     def stop(self) -> None:
         self._stop.set()
+        self._reader.interrupt()  # an idle step waits up to IDLE_STEP_S: end it now
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         try:

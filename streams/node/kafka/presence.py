@@ -54,9 +54,15 @@ for a loaded one. Only paid when the recorded writer did not stop cleanly and ma
 SCAN_TIMEOUT_S = 20.0
 """Reading the announcements (a few records per node start) to their end."""
 FETCH_WAIT_MS = 250
-"""Fetch wait of the check and of the watcher: how fast a probe is answered and a takeover
-noticed (a fetch or two each way). Tansu answers a fetch with nothing when assembling it takes
-longer than the wait (`streams.replay.reader`), which a partition of a few records never does."""
+"""Fetch wait of the one-off reads (`check`, `superseded`): each ends with one empty fetch.
+Tansu answers a fetch with nothing when assembling it takes longer than the wait
+(`streams.replay.reader`), which a partition of a few records never does."""
+WATCH_FETCH_WAIT_MS = 1000
+"""The fetch wait of the watcher, which reads for as long as the node runs: a probe is answered
+within about a second, well inside `PROBE_WAIT_S`. Tansu holds an empty fetch the whole wait and
+spends ~2 ms of CPU on each: at 250 ms the watchers of an idle three-region topology cost the
+brokers ~2 % of a core (issue 34). The one-off reads (`check`, `superseded`) keep the short
+`FETCH_WAIT_MS`: each of them pays one wait at its end."""
 STOP_FLUSH_S = 3.0
 """How long a stopping node tries to record its stop (else the next node asks instead)."""
 
@@ -302,14 +308,16 @@ class Presence:
         self._thread.start()
 
     def _watch(self, on_taken_over: Callable[[int, dict[str, Any]], None]) -> None:
-        config = consumer_config(self.bootstrap, f"streams-writers-{self.me.run}", FETCH_WAIT_MS)
+        config = consumer_config(
+            self.bootstrap, f"streams-writers-{self.me.run}", WATCH_FETCH_WAIT_MS
+        )
         consumer = Consumer({**config, "enable.partition.eof": False})
         consumer.assign([TopicPartition(self.topic, s, 0) for s in self.me.shards])
         mine: set[int] = set()
         """Partitions where this node's own `start` was read: what came before is history."""
         try:
             while not self._stop.is_set():
-                msg = consumer.poll(0.2)
+                msg = consumer.poll(0.5)
                 if msg is None or msg.error() is not None:
                     continue
                 rec, shard = _decode(msg.value()), msg.partition() or 0
