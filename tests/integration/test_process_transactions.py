@@ -44,11 +44,11 @@ def info(client: redis.Redis) -> dict[bytes, bytes]:
     return dict(zip(reply[::2], reply[1::2], strict=True))
 
 
-def serving(client: redis.Redis, timeout: float = 60) -> None:
+def serving(client: redis.Redis, timeout: float = 60, key: bytes = b"probe") -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            client.xlen("probe")
+            client.xlen(key)
             return
         except (redis.BusyLoadingError, redis.ConnectionError):
             if time.monotonic() > deadline:
@@ -170,7 +170,7 @@ def test_a_shard_moved_to_another_process_fences_the_process_that_wrote_it(
         try:
             new = redis.Redis(port=port)
             wait_until(lambda: _answers(new), timeout=60)
-            serving(new)
+            serving(new, key=keys[1][0])
             assert new.xlen(keys[1][0]) == 1
             new.xadd(keys[1][0], {b"f": b"after"})
             # The old process's producer (its id named shards {0, 1}) was fenced by the new
