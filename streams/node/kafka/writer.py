@@ -4,7 +4,9 @@
 It uses a transactional producer (acks=all, idempotent) whose transactional.id is the region's
 and shard's, so starting a second writer for the same shard fences the first: the old one gets
 `_FENCED` on its next append and stops writing, and the log never holds interleaved or forked
-sequences. Fencing is per shard: each shard of a region has its own writer.
+sequences. Fencing is per shard: each shard of a region has its own writer. A node process
+shares one producer between its shards instead (`streams.node.kafka.process_writer`, which takes
+this module's settings and helpers); this writer serves `STREAMS_WRITER_PER_SHARD=1` and tools.
 
 Appends run in one worker thread (confluent-kafka calls block); the node awaits them. A write is
 acknowledged to its client only after the transaction holding its ops committed.
