@@ -172,7 +172,11 @@ class ProcessWriter:
                 group, self._pending = self._pending, []
                 try:
                     await loop.run_in_executor(self._thread, self._commit_sync, group)
-                except BaseException as exc:  # noqa: BLE001 - every batch learns it
+                except asyncio.CancelledError:
+                    for batch in group:
+                        batch.future.cancel()
+                    raise
+                except Exception as exc:  # every batch learns it (say the thread was shut down)
                     for batch in group:
                         batch.error = batch.error or exc
                 for batch in group:
@@ -182,6 +186,11 @@ class ProcessWriter:
                         batch.future.set_result(None)
                     else:
                         batch.future.set_exception(batch.error)
+                # Let the shards just answered hand in their next batches (their tasks run
+                # before this one resumes): without this the next transaction would start with
+                # what arrived during the last one only, and each shard's next batch would wait
+                # out a whole transaction more.
+                await asyncio.sleep(0)
         finally:
             self._flusher = None
 
