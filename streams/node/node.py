@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import os
 import secrets
 import ssl
 import time
@@ -33,6 +34,7 @@ from streams.ids import IdMode
 from streams.kafka.topics import Replication
 from streams.node.kafka.kafka_log import KafkaLog
 from streams.node.kafka.presence import Identity, LiveWriterError, Presence, taken_over_text
+from streams.node.kafka.writer import transactional_id
 from streams.node.pipeline import (
     auth,
     cluster,
@@ -176,6 +178,10 @@ class RegionNode:
             replication=Replication(topology.replication_factor, topology.min_insync_replicas),
             keys={r.id: bytes.fromhex(r.signing_key) for r in topology.signers if r.signing_key},
             snapshots_kept=topology.retention.snapshots if topology.retention else 1,
+            # The process's shards share one transactional producer (one transaction per batch
+            # of the process, streams.node.kafka.process_writer); STREAMS_WRITER_PER_SHARD=1
+            # gives each shard its own, as before.
+            owned=None if os.environ.get("STREAMS_WRITER_PER_SHARD") == "1" else node.shards,
         )
         self.presence: Presence | None = None
         """Announcements and takeover watch (`streams.node.kafka.presence`); on Kafka only."""
@@ -187,6 +193,8 @@ class RegionNode:
                 node.shards,
             )
             self.presence = Presence(region.bootstrap, self.log.writers_topic, me)
+            self.presence.txn = self.log.transactional_id or ""
+            self.presence.shard_txn = lambda s: transactional_id(region.name, s, total)
         self.topology = topology
         """The topology as this node knows it now (regions removed while it runs included)."""
         self.watch = (
@@ -353,6 +361,12 @@ class RegionNode:
         for who, alive in found:
             state = "live (--takeover)" if alive else "not running any more, or frozen"
             log.warning("%s: taking over from %s: %s", self.name, who.describe(), state)
+        if presence.former_ids and isinstance(self.log, KafkaLog):
+            # A shard that another process (another transactional id) wrote last: register
+            # that id first, fencing its holder, before this process's own id is registered.
+            self.log.fence_first = presence.former_ids
+            if self.log.process_writer is not None:
+                self.log.process_writer.fence_first = presence.former_ids
         presence.announce(self.options.takeover)
 
         def taken_over(shard: int, by: dict[str, Any]) -> None:

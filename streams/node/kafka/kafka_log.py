@@ -1,9 +1,11 @@
 """The node's op log on Kafka: the region's topics on its own cluster, per shard a partition.
 
-Shard s of region r writes partition s of `r.oplog` and `r.local` through a transactional
-producer of its own (`streams.node.kafka.writer`), reads partition s of every op log on the cluster
-(`streams.node.kafka.materializer`) and keeps its snapshots in partition s of `r.snapshot`
-(`streams.node.kafka.snapshots`).
+Shard s of region r writes partition s of `r.oplog` and `r.local`; the shards a node process owns
+(`owned`) share one transactional producer, so one transaction holds the batches of several
+shards (`streams.node.kafka.process_writer`: why, and how fencing follows a moved shard). A log
+made without `owned` gives each shard a producer of its own (`streams.node.kafka.writer`). Shard s
+reads partition s of every op log on the cluster (`streams.node.kafka.materializer`) and keeps its
+snapshots in partition s of `r.snapshot` (`streams.node.kafka.snapshots`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ from streams.kafka.topics import (
 )
 from streams.node.kafka import snapshots
 from streams.node.kafka.materializer import Materializer
+from streams.node.kafka.process_writer import (
+    ProcessWriter,
+    ShardWriter,
+    process_transactional_id,
+)
 from streams.node.kafka.writer import RegionWriter
 from streams.node.runtime.oplog import ReaderSpec, RecordAt, Snapshot
 
@@ -94,11 +101,14 @@ class KafkaLog:
         replication: Replication | None = None,
         keys: Mapping[int, bytes] | None = None,
         snapshots_kept: int = snapshots.KEEP,
+        owned: tuple[int, ...] | None = None,
     ) -> None:
         """`regions`: every region of the topology, id -> name: records of any other origin,
         or in another region's op log, are refused (`streams.kafka.gate`). `replication`: of
         the topics this node creates (the topology's; default the broker's). `keys`: per region id,
-        the key its records are signed with (`streams.kafka.gate`)."""
+        the key its records are signed with (`streams.kafka.gate`). `owned`: the shards of this
+        node process, which then share one transactional producer
+        (`streams.node.kafka.process_writer`)."""
         self.bootstrap = bootstrap
         self.replication = replication or Replication()
         self.record_limit = MAX_RECORD_BYTES
@@ -121,6 +131,12 @@ class KafkaLog:
         self.snapshot_topic = snapshot_topic(region_name)
         self.writers_topic = writers_topic(region_name)
         """Where the nodes announce themselves (`streams.node.kafka.presence`)."""
+        self.owned = owned
+        self.process_writer: ProcessWriter | None = None
+        """The producer the owned shards share (made with the first shard's writer)."""
+        self.fence_first: tuple[str, ...] = ()
+        """Transactional ids the process writer registers before its own (`fence_first` of
+        `ProcessWriter`; the node sets them from the presence announcements)."""
         self.cluster_id: str | None = None
         """The cluster's id (learned in `prepare`): every snapshot says it, and one taken on
         another cluster is translated by seq at boot (`streams.kafka.clusters`)."""
@@ -161,7 +177,27 @@ class KafkaLog:
                 TOPIC_MAX_MESSAGE_BYTES,
             )
 
-    def writer(self, shard: int) -> RegionWriter:
+    @property
+    def transactional_id(self) -> str | None:
+        """The id of the process's shared producer (None without `owned`)."""
+        if self.owned is None:
+            return None
+        return process_transactional_id(self.region_name, self.owned, self.shards)
+
+    def writer(self, shard: int) -> RegionWriter | ShardWriter:
+        if self.owned is not None and shard in self.owned:
+            if self.process_writer is None:
+                self.process_writer = ProcessWriter(
+                    self.bootstrap,
+                    self.region_name,
+                    self.oplog_topic,
+                    self.local_topic,
+                    self.owned,
+                    self.shards,
+                    signing_key=self.keys.get(self.region_id),
+                )
+                self.process_writer.fence_first = self.fence_first
+            return self.process_writer.handles[shard]
         return RegionWriter(
             self.bootstrap,
             self.region_name,

@@ -189,6 +189,15 @@ class Presence:
         self._thread: threading.Thread | None = None
         self.taken_over: dict[int, dict[str, Any]] = {}
         """Per shard, the `start` record of the node that took it over."""
+        self.txn = ""
+        """The transactional id this node's writer registers; each `start` carries it."""
+        self.shard_txn: Callable[[int], str] = lambda _shard: ""
+        """The id a writer of one shard registered before the record said it (an older node's
+        `start` has no `txn`: its shard had a producer of its own)."""
+        self.former_ids: tuple[str, ...] = ()
+        """What `check` found: the transactional ids the newest writers of this node's shards
+        announced, where they differ from `txn` (a shard moved between processes: the node
+        registers them first, which fences their holders; `streams.node.kafka.process_writer`)."""
 
     # --- starting ---------------------------------------------------------------------------
 
@@ -202,11 +211,16 @@ class Presence:
             consumer.assign(parts)
             seen = self._read_to_end(consumer, {s: [] for s in self.me.shards})
             writers: dict[str, tuple[Identity, list[int]]] = {}
+            former: set[str] = set()
             for shard, recs in seen.items():
                 rec = current_writer(recs)
                 if rec is not None and rec["run"] != self.me.run:
+                    txn = str(rec.get("txn") or self.shard_txn(shard))
+                    if txn and txn != self.txn:
+                        former.add(txn)
                     who = identity_of(rec)
                     writers.setdefault(who.run, (who, []))[1].append(shard)
+            self.former_ids = tuple(sorted(former))
             found: list[tuple[Identity, bool]] = []
             asked: dict[str, tuple[Identity, int]] = {}
             for who, shards in writers.values():
@@ -290,7 +304,10 @@ class Presence:
     def announce(self, takeover: bool) -> None:
         """`start` in each of this node's partitions (before its writers register)."""
         for shard in self.me.shards:
-            self._send(shard, record("start", self.me, takeover=takeover), flush=False)
+            rec = record("start", self.me, takeover=takeover)
+            if self.txn:
+                rec["txn"] = self.txn
+            self._send(shard, rec, flush=False)
         self._flush()
         self.announced = True
 

@@ -4,7 +4,9 @@
 It uses a transactional producer (acks=all, idempotent) whose transactional.id is the region's
 and shard's, so starting a second writer for the same shard fences the first: the old one gets
 `_FENCED` on its next append and stops writing, and the log never holds interleaved or forked
-sequences. Fencing is per shard: each shard of a region has its own writer.
+sequences. Fencing is per shard: each shard of a region has its own writer. A node process
+shares one producer between its shards instead (`streams.node.kafka.process_writer`, which takes
+this module's settings and helpers); this writer serves `STREAMS_WRITER_PER_SHARD=1` and tools.
 
 Appends run in one worker thread (confluent-kafka calls block); the node awaits them. A write is
 acknowledged to its client only after the transaction holding its ops committed.
@@ -61,6 +63,31 @@ def transactional_id(region_name: str, shard: int = 0, shards: int = 1) -> str:
     return f"streams-writer-{region_name}-s{shard}"
 
 
+def writer_config(bootstrap: str, txn_id: str, timeout_s: float) -> dict[str, object]:
+    """The transactional producer's settings (a shard's `RegionWriter`, a process's
+    `streams.node.kafka.process_writer.ProcessWriter`)."""
+    return {
+        **security.producer_settings(bootstrap),
+        "bootstrap.servers": bootstrap,
+        "transactional.id": txn_id,
+        "acks": "all",
+        "enable.idempotence": True,
+        "linger.ms": 0,
+        # Right after a commit, Apache Kafka often answers the next transaction's
+        # AddPartitionsToTxn with CONCURRENT_TRANSACTIONS, and librdkafka retries after
+        # retry.backoff.ms (100 ms by default): a commit's p50 was 5-6 ms at 100 ms and
+        # 2.7-5 ms at 5 ms (scripts/kafka_probe.py commit).
+        "retry.backoff.ms": 5,
+        # Redis takes values up to 512 MB; Kafka's default record limit is 1 MB. The node
+        # refuses bigger ops itself (streams.kafka.sizes.batch_bytes against the topics' limit);
+        # this takes every record that check lets through, with the batch framing.
+        "message.max.bytes": MAX_RECORD_BYTES + sizes.FRAMING_ALLOWANCE,
+        "transaction.timeout.ms": 60000,
+        "message.timeout.ms": int(timeout_s * 1000),
+        "log_level": 3,
+    }
+
+
 class RegionWriter:
     def __init__(
         self,
@@ -89,26 +116,9 @@ class RegionWriter:
         """Test hook (CRDT.FAULT): abort this many upcoming transactions as failed."""
         self.next_offsets: dict[str, int] = {}
         """Per own topic: one past the last record a committed transaction wrote."""
-        self._config: dict[str, object] = {
-            **security.producer_settings(bootstrap),
-            "bootstrap.servers": bootstrap,
-            "transactional.id": transactional_id(region_name, shard, shards),
-            "acks": "all",
-            "enable.idempotence": True,
-            "linger.ms": 0,
-            # Right after a commit, Apache Kafka often answers the next transaction's
-            # AddPartitionsToTxn with CONCURRENT_TRANSACTIONS, and librdkafka retries after
-            # retry.backoff.ms (100 ms by default): a commit's p50 was 5-6 ms at 100 ms and
-            # 2.7-5 ms at 5 ms (scripts/kafka_probe.py commit).
-            "retry.backoff.ms": 5,
-            # Redis takes values up to 512 MB; Kafka's default record limit is 1 MB. The node
-            # refuses bigger ops itself (streams.kafka.sizes.batch_bytes against the topics' limit);
-            # this takes every record that check lets through, with the batch framing.
-            "message.max.bytes": MAX_RECORD_BYTES + sizes.FRAMING_ALLOWANCE,
-            "transaction.timeout.ms": 60000,
-            "message.timeout.ms": int(timeout_s * 1000),
-            "log_level": 3,
-        }
+        self._config = writer_config(
+            bootstrap, transactional_id(region_name, shard, shards), timeout_s
+        )
         self._producer = Producer(self._config)
         self._unconfirmed = False
         """A record of the last append was reported delivered without an offset (`_delivered`)."""

@@ -109,6 +109,10 @@ class Report:
             "topics": " ".join(self._topics(shards)),
             "blocked_clients": len(self.waiters),
         }
+        process_writer = getattr(self.log, "process_writer", None)
+        if process_writer is not None:  # the process's shards share a producer (kafka_log.py)
+            fields["writer_transactions"] = process_writer.transactions
+            fields["writer_batches"] = process_writer.batches
         if single is None:
             fields["shards"] = f"{len(shards)} of {self.shards.total}"
             for shard in shards:

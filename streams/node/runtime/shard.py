@@ -2,9 +2,10 @@
 
 A shard owns a contiguous range of hash slots (`streams.slots`); its ops go to its own partition
 of the region's logs, numbered by its own counter, with its own causal context, tombstones and
-snapshots, written by its own transactional writer (so fencing is per shard) through its own
-group commit. Shards never need each other: every rule of the seeds is per key, and a key lives
-in one shard.
+snapshots, written through its own group commit by its writer: the handle of the transactional
+producer its node process shares between its shards (`streams.node.kafka.process_writer`: one
+transaction holds the batches of several shards, and fencing is per process). Shards never need
+each other: every rule of the seeds is per key, and a key lives in one shard.
 
 The parts: `Replica` (the state and how records become state), the writer and `WritePath`
 (group commit), `Loader` (boot, catch-up, reload after a failed batch), `Snapshotter`. This
