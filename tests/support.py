@@ -3,7 +3,8 @@
 `RawClient` speaks RESP over a plain socket and hands back the exact bytes of each reply (and
 hiredis's parse of them), so a test can compare a node with redis-server byte for byte, or watch
 when a reply arrives (a blocked XREAD). `wait_until` polls a condition with a deadline.
-`free_port` is `topology.ports.free_port`, the one the embedded topology uses.
+`free_port` is `topology.ports.free_port`, the one the embedded topology uses; `answers` says
+whether a node process started by a test accepts connections yet.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from pathlib import Path
 
 import hiredis
 import pytest
+import redis
 
 from topology.ports import free_port
 
-__all__ = ["RawClient", "encode_command", "free_port", "wait_until"]
+__all__ = ["RawClient", "answers", "encode_command", "free_port", "wait_until"]
 
 _MORE = object()
 
@@ -39,6 +41,14 @@ def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not reached within {timeout:g} s")
         time.sleep(interval)
+
+
+def answers(client: redis.Redis) -> bool:
+    """Whether the server answers a PING (False while nothing listens on its port)."""
+    try:
+        return bool(client.ping())
+    except redis.ConnectionError:
+        return False
 
 
 class RawClient:

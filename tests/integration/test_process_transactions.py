@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from support import free_port, wait_until
+from support import answers, free_port, wait_until
 
 from streams.config import NodeConfig, dumps
 from streams.slots import shard_of
@@ -191,7 +191,7 @@ def test_a_shard_moved_to_another_process_fences_the_process_that_wrote_it(
         )
         try:
             new = redis.Redis(port=port)
-            wait_until(lambda: _answers(new), timeout=60)
+            wait_until(lambda: answers(new), timeout=60)
             serving(new, key=keys[1][0])
             assert new.xlen(keys[1][0]) == 1
             new.xadd(keys[1][0], {b"f": b"after"})
@@ -208,10 +208,3 @@ def test_a_shard_moved_to_another_process_fences_the_process_that_wrote_it(
             proc.terminate()
             proc.wait(timeout=15)
             log.close()
-
-
-def _answers(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.ConnectionError:
-        return False

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import redis
 from redis.cluster import RedisCluster
-from support import free_port, wait_until
+from support import answers, free_port, wait_until
 
 from streams.config import dumps, load
 from streams.slots import key_slot, shard_of
@@ -146,7 +146,7 @@ def test_a_second_process_for_the_same_shards_fences_the_first_shard_by_shard(
         )
         try:
             new = redis.Redis(port=port)
-            wait_until(lambda: _answers(new), timeout=60)
+            wait_until(lambda: answers(new), timeout=60)
             assert new.xlen(keys[0]) == 1
             new.xadd(keys[0], {b"f": b"after"})
             for key in keys[:8]:  # every shard of the old node is fenced, one writer each
@@ -158,13 +158,6 @@ def test_a_second_process_for_the_same_shards_fences_the_first_shard_by_shard(
             proc.terminate()
             proc.wait(timeout=15)
             log.close()
-
-
-def _answers(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.ConnectionError:
-        return False
 
 
 def test_a_topology_whose_shard_count_disagrees_with_the_topics_is_refused(

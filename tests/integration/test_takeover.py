@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import redis
 from confluent_kafka import Producer
-from support import free_port, wait_until
+from support import answers, free_port, wait_until
 
 from streams.cli import main
 from streams.node.kafka.presence import PROBE_WAIT_S, Identity, record
@@ -28,13 +28,6 @@ def _node(topo: LocalTopology, port: int, *extra: str) -> list[str]:
         *[sys.executable, "-m", "streams.node", "--topology", str(topo.topology_path)],
         *["--region", "r1", "--port", str(port), *extra],
     ]
-
-
-def _answers(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.ConnectionError:
-        return False
 
 
 def _fenced(client: redis.Redis) -> bytes:
@@ -87,7 +80,7 @@ def test_takeover_fences_the_running_node_which_says_so_on_every_write_and_in_st
         )
         try:
             second = redis.Redis(port=port)
-            wait_until(lambda: _answers(second), timeout=60)
+            wait_until(lambda: answers(second), timeout=60)
             second.xadd("s", {"n": "new writer"})
             # The old node learns of the takeover from the new one's announcement (a fetch or
             # two); a write in that moment gets the Kafka fence's shorter "(fenced)" error.

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 import redis
-from support import free_port, wait_until
+from support import answers, free_port, wait_until
 
 from streams.node.kafka.presence import Identity, Presence
-from streams.node.kafka.writer import RegionWriter
+from streams.node.kafka.process_writer import ProcessWriter
 from streams.node.runtime.oplog import WriterFenced
 from topology.local import LocalTopology
 
@@ -29,13 +29,6 @@ TAKEN_OVER = "another writer took over region r1"
 def _fenced(client: redis.Redis) -> bytes:
     info = client.execute_command("CRDT.INFO")
     return dict(zip(info[::2], info[1::2], strict=True))[b"fenced"]  # type: ignore[no-any-return]
-
-
-def _answers(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.ConnectionError:
-        return False
 
 
 def test_a_node_taken_over_during_a_commit_timeout_steps_down_and_never_fences_the_new_one(
@@ -76,7 +69,7 @@ def test_a_node_taken_over_during_a_commit_timeout_steps_down_and_never_fences_t
         )
         try:
             new = redis.Redis(port=port, socket_timeout=30)
-            wait_until(lambda: _answers(new), timeout=60)
+            wait_until(lambda: answers(new), timeout=60)
             new.xadd("s", {"n": "new writer 1"})
             node.send_signal(signal.SIGCONT)
             # The old node re-reads its log, finds it was superseded, and refuses writes saying
@@ -112,7 +105,7 @@ def test_a_node_taken_over_during_a_commit_timeout_steps_down_and_never_fences_t
 
 def test_a_writer_asks_before_renewing_and_a_superseded_one_stays_fenced() -> None:
     """The two halves of the check on a real broker: `Presence.superseded` names a node that
-    announced itself after this one (and nothing for the newest), and `RegionWriter.recover`
+    announced itself after this one (and nothing for the newest), and a shard writer's `recover`
     renews only when nothing newer is named."""
     with LocalTopology(regions=1) as topo:
         bootstrap = topo.bootstrap[1]
@@ -129,15 +122,16 @@ def test_a_writer_asks_before_renewing_and_a_superseded_one_stays_fenced() -> No
             for presence in (older, newer):
                 presence.close()
 
-        writer = RegionWriter(bootstrap, "r-test", "r1.oplog", "r1.local", timeout_s=10)
+        process = ProcessWriter(bootstrap, "r-test", "r1.oplog", "r1.local", (0,), 1, timeout_s=10)
+        writer = process.handles[0]
         try:
             writer.start()
-            writer._renew_needed = True  # as after a commit that timed out
+            process._renew_needed = True  # as after a commit that timed out
             asyncio.run(writer.recover(lambda: None))
-            assert not writer._renew_needed and not writer.fenced
-            writer._renew_needed = True
+            assert not process._renew_needed and not writer.fenced
+            process._renew_needed = True
             with pytest.raises(WriterFenced, match="took over"):
                 asyncio.run(writer.recover(lambda: "another writer took over region r1: X"))
-            assert writer.fenced and writer._renew_needed  # not renewed: nobody was fenced
+            assert writer.fenced and process._renew_needed  # not renewed: nobody was fenced
         finally:
             writer.close()

@@ -11,7 +11,7 @@ snapshots in partition s of `r.snapshot` (`streams.node.kafka.snapshots`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from streams.kafka.gate import RecordGate
 from streams.kafka.sizes import MAX_RECORD_BYTES, PRODUCER_BATCH_BYTES, TOPIC_MAX_MESSAGE_BYTES
@@ -34,7 +34,6 @@ from streams.node.kafka.process_writer import (
     ShardWriter,
     process_transactional_id,
 )
-from streams.node.kafka.writer import RegionWriter
 from streams.node.runtime.oplog import ReaderSpec, RecordAt, Snapshot
 
 log = logging.getLogger(__name__)
@@ -184,27 +183,24 @@ class KafkaLog:
             return None
         return process_transactional_id(self.region_name, self.owned, self.shards)
 
-    def writer(self, shard: int) -> RegionWriter | ShardWriter:
+    def writer(self, shard: int) -> ShardWriter:
+        """The shard's handle on the process's shared producer (`owned`); without `owned`, on
+        a producer of its own (`STREAMS_WRITER_PER_SHARD=1`: fencing per shard, as before)."""
         if self.owned is not None and shard in self.owned:
             if self.process_writer is None:
-                self.process_writer = ProcessWriter(
-                    self.bootstrap,
-                    self.region_name,
-                    self.oplog_topic,
-                    self.local_topic,
-                    self.owned,
-                    self.shards,
-                    signing_key=self.keys.get(self.region_id),
-                )
+                self.process_writer = self._process_writer(self.owned)
                 self.process_writer.fence_first = self.fence_first
             return self.process_writer.handles[shard]
-        return RegionWriter(
+        return self._process_writer((shard,)).handles[shard]
+
+    def _process_writer(self, owned: Iterable[int]) -> ProcessWriter:
+        return ProcessWriter(
             self.bootstrap,
             self.region_name,
             self.oplog_topic,
             self.local_topic,
-            shard=shard,
-            shards=self.shards,
+            owned,
+            self.shards,
             signing_key=self.keys.get(self.region_id),
         )
 

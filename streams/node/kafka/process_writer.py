@@ -1,14 +1,14 @@
 """One transactional producer per node process, shared by the shards the process owns.
 
-Why: each shard used to append through a transactional producer of its own
-(`streams.node.kafka.writer.RegionWriter`), so a process of S shards ran S transactions at once,
-and a transaction costs librdkafka ~0.5 ms of client CPU plus the broker's work whatever it
-holds: four shards in one process wrote slower than one (docs/benchmarks.md). A Kafka
-transaction spans partitions, so the process's shards share one: `ProcessWriter` commits, in one
-transaction, every shard batch that is ready when the previous transaction committed (group
-commit across shards: a batch that arrives while a transaction is in flight joins the next one).
-Each shard keeps the interface it had (`ShardWriter`: append / start / recover / close / fenced /
-next_offsets / fail_next), so the shard, its write path and its snapshotter do not change.
+Why: each shard used to append through a transactional producer of its own, so a process of S
+shards ran S transactions at once, and a transaction costs librdkafka ~0.5 ms of client CPU plus
+the broker's work whatever it holds: four shards in one process wrote slower than one
+(docs/benchmarks.md). A Kafka transaction spans partitions, so the process's shards share one:
+`ProcessWriter` commits, in one transaction, every shard batch that is ready when the previous
+transaction committed (group commit across shards: a batch that arrives while a transaction is
+in flight joins the next one). Each shard keeps the interface it had (`ShardWriter`: append /
+start / recover / close / fenced / next_offsets / fail_next), so the shard, its write path and
+its snapshotter do not change.
 
 Failure is shared like the transaction: when it fails, every shard batch in it fails, and each
 shard runs its own failure path (write path down, `recover`, re-read of its log). The producer is
@@ -235,7 +235,7 @@ class ProcessWriter:
             if error is None and offset is not None and offset >= 0:
                 part = (message.topic() or "", partition)
                 txn.ends[part] = max(txn.ends.get(part, 0), offset + 1)
-            elif error is None:  # delivered without an offset (writer.py `_delivered`)
+            elif error is None:  # delivered without an offset (writer.py's docstring)
                 txn.unconfirmed.add(partition)
 
         producer = self._producer
@@ -329,7 +329,7 @@ class ProcessWriter:
             raise WriterError(str(exc)) from exc
 
     def _renew(self) -> None:
-        """A new producer under the process's id (writer.py `RegionWriter._renew`: why)."""
+        """A new producer under the process's id (`streams.node.kafka.writer`'s docstring: why)."""
         self._producer.purge()
         fresh = Producer(self._config)
         try:
