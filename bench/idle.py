@@ -16,47 +16,21 @@ import argparse
 import os
 import time
 
+from bench.pipeline import tree_processes
 from topology.local import LocalTopology
 
 SETTLE_S = 10.0
 """Past start-up and the readers' switch to their idle fetch wait (`streams.kafka.reading`)."""
 
 
-def _stat(pid: int) -> tuple[str, int, float] | None:
-    """(command name, parent pid, CPU seconds) of a process, None once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as fp:
-            data = fp.read()
-    except OSError:
-        return None
-    name = data[data.index("(") + 1 : data.rindex(")")]
-    fields = data.rsplit(")", 1)[1].split()
-    return name, int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _descendants(root: int) -> list[int]:
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (stat := _stat(int(entry))) is not None:
-            parents[int(entry)] = stat[1]
-    found, frontier = [], [root]
-    while frontier:
-        pid = frontier.pop()
-        children = [child for child, parent in parents.items() if parent == pid]
-        found.extend(children)
-        frontier.extend(children)
-    return found
-
-
-def _cpu(pids: list[int]) -> dict[str, float]:
+def _cpu(pids: set[int]) -> dict[str, float]:
     """CPU seconds so far per group: brokers (Tansu), nodes, mirror (this process)."""
     groups = {"brokers": 0.0, "nodes": 0.0, "mirror": 0.0}
-    for pid in pids:
-        stat = _stat(pid)
-        if stat is not None:
-            groups["brokers" if "tansu" in stat[0] else "nodes"] += stat[2]
-    own = _stat(os.getpid())
-    groups["mirror"] = own[2] if own is not None else 0.0
+    for pid, (name, cpu) in tree_processes(os.getpid()).items():
+        if pid == os.getpid():
+            groups["mirror"] += cpu
+        elif pid in pids:
+            groups["brokers" if "tansu" in name else "nodes"] += cpu
     return groups
 
 
@@ -64,7 +38,7 @@ def measure(regions: int, window: float) -> dict[str, float]:
     """Percent of one core per group over `window` seconds of an idle topology."""
     with LocalTopology(regions=regions, manual_sync=False):
         time.sleep(SETTLE_S)
-        pids = _descendants(os.getpid())
+        pids = set(tree_processes(os.getpid())) - {os.getpid()}
         before, started = _cpu(pids), time.monotonic()
         time.sleep(window)
         after, elapsed = _cpu(pids), time.monotonic() - started

@@ -130,21 +130,23 @@ def replay_rate(bootstrap: str, n: int) -> float:
     return n / elapsed
 
 
-def tree_cpu_seconds(root: int) -> float:
-    """utime + stime (and that of reaped children) of `root` and its descendants, from /proc."""
+def tree_processes(root: int) -> dict[int, tuple[str, float]]:
+    """`root` and its descendants, from /proc: pid -> (command name, utime + stime, and that of
+    reaped children, in seconds)."""
     tick = os.sysconf("SC_CLK_TCK")
     parent: dict[int, int] = {}
-    cpu: dict[int, float] = {}
+    procs: dict[int, tuple[str, float]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat") as fp:
-                fields = fp.read().rsplit(")", 1)[1].split()
+                data = fp.read()
         except OSError:
             continue
+        name, fields = data[data.find("(") + 1 : data.rfind(")")], data.rsplit(")", 1)[1].split()
         parent[int(entry)] = int(fields[1])
-        cpu[int(entry)] = sum(int(f) for f in fields[11:15]) / tick
+        procs[int(entry)] = (name, sum(int(f) for f in fields[11:15]) / tick)
     tree, frontier = {root}, [root]
     while frontier:
         pid = frontier.pop()
@@ -152,7 +154,12 @@ def tree_cpu_seconds(root: int) -> float:
             if pp == pid and child not in tree:
                 tree.add(child)
                 frontier.append(child)
-    return sum(cpu.get(pid, 0.0) for pid in tree)
+    return {pid: procs[pid] for pid in tree if pid in procs}
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds of `root` and its descendants so far (`tree_processes`)."""
+    return sum(cpu for _name, cpu in tree_processes(root).values())
 
 
 def worker(bootstrap: str, warmup: str, master: str, out: str) -> None:
