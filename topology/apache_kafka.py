@@ -325,6 +325,16 @@ class KafkaBroker:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
 
+    def discard(self) -> None:
+        """The end of an ephemeral node (`JavaProcess.discard`: SIGKILL, no controlled
+        shutdown to wait for), its directory with it."""
+        java, self._java = self._java, None
+        if java is not None:
+            java.discard()
+        if self._dir is not None and self.ephemeral:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
     def kill(self) -> None:
         """SIGKILL, as a crash: the data stays (ephemeral too, until stop())."""
         java, self._java = self._java, None

@@ -83,6 +83,10 @@ class EmbeddedBroker:
         """SIGKILL (what `stop` does anyway: see there)."""
         self.stop()
 
+    def discard(self) -> None:
+        """The end of an ephemeral topology: `stop` (a kill anyway)."""
+        self.stop()
+
     def stop(self) -> None:
         proc, self._proc = self._proc, None
         if proc is None:

@@ -53,6 +53,11 @@ class Broker(Protocol):
 
     def kill(self) -> None: ...
 
+    def discard(self) -> None:
+        """Stop for good, nothing to start again on its data (an ephemeral topology's close):
+        as fast as the broker allows."""
+        ...
+
 
 def make_broker(
     kind: str,

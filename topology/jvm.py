@@ -273,6 +273,16 @@ class JavaProcess:
         if dump is not None:
             dump.unlink(missing_ok=True)  # cut short: never an archive
 
+    def discard(self) -> None:
+        """End a JVM that nothing will start again on its data (an ephemeral topology's): SIGKILL,
+        which takes no time where a clean stop of MirrorMaker 2 takes ~9 s on 2 cores, unless
+        this JVM is writing its main class's archive (the first of its kind here): then a
+        clean stop, so that the archive exists for every later start."""
+        if self._dump is not None:
+            self.stop()
+        else:
+            self.kill()
+
     def keep_archive(self) -> None:
         """After a JVM run without `start` (a tool run to completion): keep what it dumped."""
         self._keep_archive()

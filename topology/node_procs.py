@@ -4,6 +4,7 @@ directory. A mixin of `topology.local.LocalTopology`, which holds the state it r
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from typing import Any
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
+from streams.config import Topology, dumps
 from topology.certs import TlsFiles
 
 
@@ -30,6 +32,8 @@ class NodeProcesses:
     node_log_level: str
     debug_clock: bool
     topology_path: Path
+    topology: Topology | None
+    id_mode: str
     workdir: Path
     _procs: dict[tuple[int, int], subprocess.Popen[bytes]]
     username: str | None
@@ -94,6 +98,29 @@ class NodeProcesses:
             raise TopologyError(f"{self._node_name(i, node)} is already running")
         self._spawn(i, extra_args or [], node)
         self._wait_ready(i, node=node)
+
+    def restart_nodes(self, id_mode: str | None = None) -> None:
+        """Stop every node cleanly and start them all again, brokers and mirrors untouched;
+        with `id_mode`, every region's nodes start in that ID mode (the topology file says so).
+        The seed tables of the three ID modes share one set of JVM brokers and MirrorMaker 2
+        processes this way, each table on keys of its own: a topology of those takes ~30 s to
+        start and ~10 s to stop on 2 cores, the nodes ~5 s."""
+        every = self._every_node()
+        for i, node in every:
+            self.stop_node(i, node)
+        if id_mode is not None and self.topology is not None:
+            self.id_mode = id_mode
+            self.topology = dataclasses.replace(
+                self.topology,
+                regions=tuple(
+                    dataclasses.replace(region, id_mode=id_mode) for region in self.topology.regions
+                ),
+            )
+            self.topology_path.write_text(dumps(self.topology))
+        for i, node in every:
+            self._spawn(i, node=node)
+        for i, node in every:
+            self._wait_ready(i, node=node)
 
     # --- clients --------------------------------------------------------------------------------
 

@@ -68,6 +68,11 @@ class Replication(Protocol):
         """SIGKILL the mirror processes (the embedded mirror: stop its threads at once)."""
         ...
 
+    def discard(self) -> None:
+        """Stop for good, nothing to resume later (an ephemeral topology's close): as fast as
+        the mirrors allow."""
+        ...
+
     def restart(self) -> None:
         """Start again after `kill`, resuming from what the targets hold."""
         ...
@@ -111,6 +116,9 @@ class EmbeddedReplication:
         return None
 
     def kill(self) -> None:
+        self.mirrors.stop()
+
+    def discard(self) -> None:
         self.mirrors.stop()
 
     def restart(self) -> None:
@@ -215,6 +223,9 @@ class MirrorMakerReplication:
 
     def kill(self) -> None:
         self._each(self.processes, "kill")
+
+    def discard(self) -> None:
+        self._each(self.processes, "discard")
 
     def restart(self) -> None:
         self._launch()

@@ -11,7 +11,7 @@ from apache_kafka.conftest import Topologies
 from streams.scenarios import Scenario, load_all
 
 SCENARIOS = sorted(load_all(), key=lambda s: s.id_mode)
-"""Grouped by ID mode: one topology per mode, each started once and stopped before the next."""
+"""Grouped by ID mode: one topology for all, its nodes restarted in the next mode between groups."""
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.slug for s in SCENARIOS])

@@ -278,6 +278,13 @@ class MirrorMaker2:
         if java is not None:
             java.kill()
 
+    def discard(self) -> None:
+        """The end of a process whose offsets nobody reads again (`JavaProcess.discard`)."""
+        java, self._java = self._java, None
+        self.paused = False
+        if java is not None:
+            java.discard()
+
     def pause(self) -> None:
         """SIGSTOP the whole JVM (see the module docstring for what that costs)."""
         if self._java is not None:
