@@ -340,8 +340,7 @@ class LocalTopology(NodeProcesses):
         for cluster in self._cluster_clients.values():
             cluster.close()
         self._cluster_clients.clear()
-        for key in list(self._procs):
-            self._terminate(key)
+        self._terminate_all(list(self._procs))
         # An ephemeral topology's brokers and mirrors are discarded: nothing starts on their data
         # again, and a clean stop of MirrorMaker 2 alone took ~9 s of each test's time.
         ephemeral = self.data_dir is None

@@ -107,7 +107,8 @@ class NodeProcesses:
         start and ~10 s to stop on 2 cores, the nodes ~5 s."""
         every = self._every_node()
         for i, node in every:
-            self.stop_node(i, node)
+            self._drop_clients(i, node)
+        self._terminate_all(every, 30.0)
         if id_mode is not None and self.topology is not None:
             self.id_mode = id_mode
             self.topology = dataclasses.replace(
@@ -247,11 +248,21 @@ class NodeProcesses:
         return "\n".join(path.read_text(errors="replace").splitlines()[-tail:])
 
     def _terminate(self, key: tuple[int, int], timeout: float = 10.0) -> None:
-        proc = self._procs.pop(key)
-        if proc.poll() is None:
-            proc.terminate()
+        self._terminate_all([key], timeout)
+
+    def _terminate_all(self, keys: list[tuple[int, int]], timeout: float = 10.0) -> None:
+        """SIGTERM to every node of `keys` at once, then wait for them (SIGKILL for those still
+        running `timeout` seconds a node after the signal: nodes that snapshot a large state
+        at once share the cores). A clean stop commits, closes its producer and may snapshot,
+        ~0.5 s a node, which one after another added up over the tests' many topologies."""
+        procs = [self._procs.pop(key) for key in keys]
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        deadline = time.monotonic() + timeout * len(procs)
+        for proc in procs:
             try:
-                proc.wait(timeout=timeout)
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
