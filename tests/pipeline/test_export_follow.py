@@ -95,6 +95,9 @@ def test_follow_stopped_and_restarted_ends_with_exactly_the_nodes_entries(
     live.sync()
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
 
+    # 50 offsets a trigger: the first run stops after one batch, mid-history (80 records), and
+    # the whole test runs three micro-batches (at 30 it ran five; each costs seconds of Spark on
+    # 2 cores: 94 -> 58 s alone).
     def start() -> StreamingQuery:
         return follow(
             spark,
@@ -102,7 +105,7 @@ def test_follow_stopped_and_restarted_ends_with_exactly_the_nodes_entries(
             str(out),
             str(checkpoint),
             trigger_seconds=0.1,
-            max_offsets_per_trigger=30,
+            max_offsets_per_trigger=50,
         )
 
     query = start()
