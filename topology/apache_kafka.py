@@ -321,9 +321,7 @@ class KafkaBroker:
         java, self._java = self._java, None
         if java is not None:
             java.stop(timeout)
-        if self.ephemeral and self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
+        self._drop_ephemeral_dir()
 
     def discard(self) -> None:
         """The end of an ephemeral node (`JavaProcess.discard`: SIGKILL, no controlled
@@ -331,7 +329,10 @@ class KafkaBroker:
         java, self._java = self._java, None
         if java is not None:
             java.discard()
-        if self._dir is not None and self.ephemeral:
+        self._drop_ephemeral_dir()
+
+    def _drop_ephemeral_dir(self) -> None:
+        if self.ephemeral and self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
 
