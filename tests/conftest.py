@@ -15,6 +15,18 @@ from pathlib import Path
 import pytest
 from differential.redis_server import RedisServer, require_redis_server
 
+from topology.ports import RANGE_VARIABLE, worker_range
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (`-n N`, as scripts/test.sh runs the tiers that mostly wait), each
+    worker and every process it starts hands out loopback ports from a slice of its own
+    (`STREAMS_PORT_RANGE`): two workers never pick one port for two listeners."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # "gw0", "gw1", ... in xdist's workers
+    if worker.startswith("gw") and RANGE_VARIABLE not in os.environ:
+        count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        os.environ[RANGE_VARIABLE] = worker_range(int(worker[2:]), count)
+
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:

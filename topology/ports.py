@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import functools
+import os
 import random
 import socket
 import time
 
 _handed: set[int] = set()
 _LOWEST = 10000
+RANGE_VARIABLE = "STREAMS_PORT_RANGE"
+"""`LOW-HIGH` (inclusive): the ports `free_port` may hand out here and in every process started
+from here. Processes that pick ports side by side (the test suite's parallel workers) get
+ranges apart, so two of them never hand out one port between its check and its listener."""
 
 
 @functools.cache
@@ -29,15 +34,46 @@ def free_port() -> int:
     fails with EADDRINUSE (seen in CI's durable-restart test). Below that range only listeners
     we start take ports; a port is handed out once per process.
     """
+    given = _given_range()
+    if given is not None:
+        return _pick(*given)
     low = _ephemeral_low()
     if low - _LOWEST < 1000:  # an unusual range: fall back to the kernel's choice
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port: int = sock.getsockname()[1]
             return port
+    return _pick(_LOWEST, low - 1)
+
+
+@functools.cache
+def _given_range() -> tuple[int, int] | None:
+    text = os.environ.get(RANGE_VARIABLE, "").strip()
+    if not text:
+        return None
+    try:
+        low, high = (int(part) for part in text.split("-"))
+    except ValueError:
+        message = f"{RANGE_VARIABLE}={text!r}: expected LOW-HIGH, e.g. 10000-15999"
+        raise ValueError(message) from None
+    if not 1024 <= low < high <= 65535:
+        raise ValueError(f"{RANGE_VARIABLE}={text!r}: expected 1024 <= LOW < HIGH <= 65535")
+    return low, high
+
+
+def worker_range(index: int, count: int) -> str:
+    """The `STREAMS_PORT_RANGE` value of worker `index` of `count` side by side: an equal slice
+    of the ports below the kernel's ephemeral range."""
+    low = _LOWEST
+    width = (_ephemeral_low() - low) // max(1, count)
+    start = low + index * width
+    return f"{start}-{start + width - 1}"
+
+
+def _pick(low: int, high: int) -> int:
     pick = random.Random()
     for _ in range(1000):
-        port = pick.randrange(_LOWEST, low)
+        port = pick.randint(low, high)
         if port in _handed:
             continue
         with socket.socket() as sock:
@@ -47,7 +83,7 @@ def free_port() -> int:
                 continue
         _handed.add(port)
         return port
-    raise OSError(f"no free loopback port in {_LOWEST}..{low - 1}")
+    raise OSError(f"no free loopback port in {low}..{high}")
 
 
 def wait_for_port(port: int, timeout: float = 10.0, host: str = "127.0.0.1") -> None:

@@ -20,6 +20,8 @@ p, under the topology's naming policy; the nodes absorb duplicates by dot.
 
 from __future__ import annotations
 
+import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
@@ -40,6 +42,10 @@ MIRRORS = ("mm2", "embedded")
 
 TASK_DIED = "Task threw an uncaught and unrecoverable exception"
 """What MirrorMaker logs when a copy task died: the JVM lives on, copying nothing."""
+WATCH_INTERVAL_S = 2.0
+"""How often the watchdog reads what each MirrorMaker 2 process logged."""
+
+log = logging.getLogger(__name__)
 
 
 class Replication(Protocol):
@@ -168,6 +174,12 @@ class MirrorMakerReplication:
             self.flows = dict.fromkeys(pairs, every)
         self._copying = False
         self._thawed: list[MirrorMaker2] = []
+        self._lock = threading.RLock()
+        """Held by every change of the processes' state: the watchdog's thread restarts them."""
+        self._watcher: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self.healed: list[str] = []
+        """The processes the watchdog restarted after a task died, in order."""
 
     @property
     def processes(self) -> list[MirrorMaker2]:
@@ -181,54 +193,71 @@ class MirrorMakerReplication:
                 future.result()
 
     def start(self, copying: bool) -> None:
-        self._copying = copying
-        self._launch()
+        with self._lock:
+            self._copying = copying
+            self._launch()
+        self._watch()
 
     def _launch(self) -> None:
         processes = self.processes
         self._each(processes, "start")
-        for (source, target), flow in self.flows.items():
-            flow.wait_tasks([f"{source}->{target}"])
+        for process in processes:
+            process.wait_tasks(self._flow_names(process))
         if not self._copying:
             self._each(processes, "pause")
 
+    def _flow_names(self, process: MirrorMaker2) -> list[str]:
+        return [f"{s}->{t}" for (s, t), flow in self.flows.items() if flow is process]
+
     def stop(self) -> None:
-        self._each([f for f in self.processes if f.paused], "resume")
-        self._each(self.processes, "stop")
+        self._unwatch()
+        with self._lock:
+            self._each([f for f in self.processes if f.paused], "resume")
+            self._each(self.processes, "stop")
 
     def pause(self) -> None:
-        self._each([f for f in self.processes if not f.paused], "pause")
+        with self._lock:
+            self._each([f for f in self.processes if not f.paused], "pause")
 
     def resume(self) -> None:
-        self._copying = True
-        self._thawed = []
-        self._each([f for f in self.processes if f.paused], "resume")
+        with self._lock:
+            self._copying = True
+            self._thawed = []
+            self._each([f for f in self.processes if f.paused], "resume")
 
     def copy_among(self, names: list[str], timeout: float) -> None:
         chosen = {self._alias_of[name] for name in names}
-        flows = list(
-            dict.fromkeys(
-                flow
-                for (source, target), flow in self.flows.items()
-                if source in chosen and target in chosen and flow.paused
+        with self._lock:
+            flows = list(
+                dict.fromkeys(
+                    flow
+                    for (source, target), flow in self.flows.items()
+                    if source in chosen and target in chosen and flow.paused
+                )
             )
-        )
-        self._each(flows, "resume")
-        self._thawed += flows
+            self._each(flows, "resume")
+            self._thawed += flows
 
     def hold(self) -> None:
-        thawed, self._thawed = self._thawed, []
-        if not self._copying:
-            self._each(thawed, "pause")
+        with self._lock:
+            thawed, self._thawed = self._thawed, []
+            if not self._copying:
+                self._each(thawed, "pause")
 
     def kill(self) -> None:
-        self._each(self.processes, "kill")
+        self._unwatch()
+        with self._lock:
+            self._each(self.processes, "kill")
 
     def discard(self) -> None:
-        self._each(self.processes, "discard")
+        self._unwatch()
+        with self._lock:
+            self._each(self.processes, "discard")
 
     def restart(self) -> None:
-        self._launch()
+        with self._lock:
+            self._launch()
+        self._watch()
 
     def failures(self) -> list[str]:
         out = []
@@ -238,6 +267,57 @@ class MirrorMakerReplication:
             elif TASK_DIED in flow.log_since_start():
                 out.append(f"a copy task of MirrorMaker {flow.name} died; see {flow.log_path}")
         return out
+
+    # The watchdog. A copy task that dies (seen: the exactly-once producer of a flow into a
+    # cluster whose broker was SIGKILLed and took ~35 s to come back on a loaded machine) stays
+    # dead in a JVM that lives on: Connect in dedicated mode never restarts a failed task, and
+    # a restart policy on the process (compose's) never fires. What an operator's supervisor
+    # does, this does: the process whose task died is stopped and started again; it resumes
+    # from the offsets it committed, and what it copies twice the nodes absorb by dot.
+
+    def _watch(self) -> None:
+        if self._watcher is not None:
+            return
+        self._stopping.clear()
+        self._watcher = threading.Thread(target=self._watch_loop, name="mm2-watchdog", daemon=True)
+        self._watcher.start()
+
+    def _unwatch(self) -> None:
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            self._stopping.set()
+            watcher.join()
+
+    def _watch_loop(self) -> None:
+        while not self._stopping.wait(WATCH_INTERVAL_S):
+            try:
+                self.heal()
+            except Exception:  # a supervisor that dies helps nobody: say it, keep watching
+                log.exception("MirrorMaker 2 watchdog: a restart failed; trying again")
+
+    def heal(self) -> list[str]:
+        """Restart every running process that logged a task's death since it was last looked
+        at; returns their names (also kept in `healed`)."""
+        healed = []
+        with self._lock:
+            for process in self.processes:
+                if not process.alive() or process.paused:
+                    continue  # killed on purpose, or frozen: its log says nothing new
+                if not any(TASK_DIED in line for line in process.new_log_lines()):
+                    continue
+                log.warning(
+                    "MirrorMaker 2 %s: a copy task died (see %s); restarting the process",
+                    process.name,
+                    process.log_path,
+                )
+                process.kill()
+                process.start()
+                process.wait_tasks(self._flow_names(process))
+                if not self._copying and process not in self._thawed:
+                    process.pause()
+                healed.append(process.name)
+        self.healed += healed
+        return healed
 
 
 def _settings(aliases: list[str], targets: list[str], exactly_once: bool) -> dict[str, str]:

@@ -173,6 +173,7 @@ class MirrorMaker2:
         )
         self._java: JavaProcess | None = None
         self._log_offset = 0
+        self._scan_offset = 0
         self.start_seconds: float | None = None
         """How long the last start() took (launch to "MirrorMaker started")."""
         self.paused = False
@@ -201,6 +202,7 @@ class MirrorMaker2:
         if self.clusters:
             args += ["--clusters", *self.clusters]
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self._scan_offset = self._log_offset
         began = time.monotonic()
         self._java = JavaProcess(
             MAIN_CLASS, args, self.log_path, log4j2, self.heap_mb, self.jvm_opts
@@ -233,6 +235,19 @@ class MirrorMaker2:
                 return log.read().decode(errors="replace")
         except OSError:
             return ""
+
+    def new_log_lines(self) -> list[str]:
+        """The whole lines logged since the last call (or since start()): a watchdog's cheap
+        look at a log that grows by megabytes, never read twice."""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(self._scan_offset)
+                chunk = log.read()
+        except OSError:
+            return []
+        end = chunk.rfind(b"\n") + 1  # a line still being written waits for the next call
+        self._scan_offset += end
+        return chunk[:end].decode(errors="replace").splitlines()
 
     def _wait_log(self, needles: Sequence[tuple[str, ...]], deadline: float) -> None:
         """Until, for every needle, one line logged since start() holds all of its parts."""
