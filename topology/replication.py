@@ -303,7 +303,7 @@ class MirrorMakerReplication:
             for process in self.processes:
                 if not process.alive() or process.paused:
                     continue  # killed on purpose, or frozen: its log says nothing new
-                if not any(TASK_DIED in line for line in process.new_log_lines()):
+                if TASK_DIED not in process.new_log():
                     continue
                 log.warning(
                     "MirrorMaker 2 %s: a copy task died (see %s); restarting the process",

@@ -236,7 +236,7 @@ class MirrorMaker2:
         except OSError:
             return ""
 
-    def new_log_lines(self) -> list[str]:
+    def new_log(self) -> str:
         """The whole lines logged since the last call (or since start()): a watchdog's cheap
         look at a log that grows by megabytes, never read twice."""
         try:
@@ -244,10 +244,10 @@ class MirrorMaker2:
                 log.seek(self._scan_offset)
                 chunk = log.read()
         except OSError:
-            return []
+            return ""
         end = chunk.rfind(b"\n") + 1  # a line still being written waits for the next call
         self._scan_offset += end
-        return chunk[:end].decode(errors="replace").splitlines()
+        return chunk[:end].decode(errors="replace")
 
     def _wait_log(self, needles: Sequence[tuple[str, ...]], deadline: float) -> None:
         """Until, for every needle, one line logged since start() holds all of its parts."""
