@@ -8,6 +8,8 @@ own small topology. Everything started here is stopped at the end of the session
 
 from __future__ import annotations
 
+import fcntl
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -18,8 +20,33 @@ from streams.pipeline.session import spark_session
 from topology.local import LocalTopology
 
 
+@pytest.fixture(scope="package", autouse=True)
+def one_spark_worker_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Under pytest-xdist (scripts/test.sh, phase 2), one worker at a time is in this package;
+    the others go on with other tiers' modules, or wait here having started nothing.
+
+    Why: Spark waits a fixed 10 s (PythonWorkerFactory, not configurable in Spark 4.3) for a
+    Python worker it starts to connect back; with three workers running Spark jobs and their
+    subprocess JVMs on 2 cores at once, a worker took longer and a streaming query failed with
+    "Python worker failed to connect back" (CI, stop 46). The lock is taken before the Spark
+    session and the history start (both fixtures ask for it), so a waiting worker holds no idle
+    JVM or topology. The lock file lies in the run's shared base temp directory: the workers of
+    one run share it, no two runs do.
+    """
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    path = tmp_path_factory.getbasetemp().parent / "spark-package.lock"
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="package")
-def spark() -> Iterator[SparkSession]:
+def spark(one_spark_worker_at_a_time: None) -> Iterator[SparkSession]:
     session = spark_session("local[2]", shuffle_partitions=4, app="streams-tests")
     try:
         yield session
@@ -63,7 +90,7 @@ def write_history(topo: LocalTopology) -> list[bytes]:
 
 
 @pytest.fixture(scope="package")
-def history() -> Iterator[History]:
+def history(one_spark_worker_at_a_time: None) -> Iterator[History]:
     with LocalTopology(regions=3, manual_sync=True, id_mode="semi-strict") as topo:
         keys = write_history(topo)
         yield History(topo, keys)
