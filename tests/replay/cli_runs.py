@@ -7,10 +7,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,9 +82,13 @@ def head_1(argv: Sequence[str], cwd: Path, timeout: float = 120) -> Ran:
     return Ran(list(argv), done.returncode, done.stdout, done.stderr, time.monotonic() - started)
 
 
-def interrupted(argv: Sequence[str], cwd: Path, ready: Callable[[], None]) -> tuple[Ran, float]:
+def interrupted(
+    argv: Sequence[str], cwd: Path, ready: Callable[[], None], *, first_line_within: float = 0
+) -> tuple[Ran, float]:
     """`streams <argv>`, Ctrl-C (SIGINT) once `ready()` returns; returns the run and how long
-    it took to end after the signal."""
+    it took to end after the signal. With `first_line_within`, first waits (up to that many
+    seconds) for the command's first line on stdout, which is kept in `Ran.out`: a command that
+    starts slowly on a busy machine is then not interrupted before it has printed anything."""
     started = time.monotonic()
     proc = subprocess.Popen(
         command(argv),
@@ -92,17 +98,43 @@ def interrupted(argv: Sequence[str], cwd: Path, ready: Callable[[], None]) -> tu
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert proc.stdout is not None and proc.stderr is not None
+    out = _Drain(proc.stdout)
+    err = _Drain(proc.stderr)
+    if first_line_within:
+        out.first_line.wait(first_line_within)
     ready()
     signalled = time.monotonic()
     proc.send_signal(signal.SIGINT)
     try:
-        out, err = proc.communicate(timeout=30)
+        proc.wait(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, err = proc.communicate()
+        proc.wait()
     ended = time.monotonic()
-    code = proc.returncode
-    return Ran(list(argv), code, out, err, ended - started), ended - signalled
+    ran = Ran(list(argv), proc.returncode, out.text(), err.text(), ended - started)
+    return ran, ended - signalled
+
+
+class _Drain:
+    """Reads a child's pipe to its end on a thread (a pipe read has no timeout of its own) and
+    says when the first line has come."""
+
+    def __init__(self, pipe: IO[str]) -> None:
+        self._pipe = pipe
+        self._parts: list[str] = []
+        self.first_line = threading.Event()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        self._parts.append(self._pipe.readline())
+        self.first_line.set()
+        self._parts.append(self._pipe.read())
+
+    def text(self) -> str:
+        self._thread.join(30)
+        return "".join(self._parts)
 
 
 def _quote(arg: str) -> str:
