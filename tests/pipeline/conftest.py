@@ -31,7 +31,9 @@ def one_spark_worker_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iter
     "Python worker failed to connect back" (CI, stop 46). The lock is taken before the Spark
     session and the history start (both fixtures ask for it), so a waiting worker holds no idle
     JVM or topology. The lock file lies in the run's shared base temp directory: the workers of
-    one run share it, no two runs do.
+    one run share it, no two runs do. It did not stop the next CI run failing the same way (the
+    other workers' brokers are load enough): the follow test also restarts a query Spark failed
+    so (`spark_workers.py`).
     """
     if "PYTEST_XDIST_WORKER" not in os.environ:
         yield

@@ -1,0 +1,41 @@
+"""Spark's fixed wait for a Python worker, recognised by the Java exception it throws.
+
+Spark starts a Python process for a Python data source's planner and streaming runner and waits a
+fixed 10 s for it to connect back (`PythonWorkerFactory.createSimpleWorker`: `Selector.select(
+10000)`, read in Spark 4.3.0's bytecode; no setting changes it). On a 2-core machine running
+other tests' brokers beside Spark, a worker can miss it (CI, stops 46 and 47, both times a follow
+query before its first batch). A streaming query that fails that way is restarted from its
+checkpoint, which is what the product's follow job relies on anyway; these helpers let a test
+tell that failure from any other (which still fails the test) by the exception's Java class and
+the frame that threw it, not by its message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+WORKER_FACTORY = "org.apache.spark.api.python.PythonWorkerFactory"
+
+
+def _java_throwables(exc: BaseException) -> Iterator[Any]:
+    """Every Java throwable behind a PySpark exception: its origin, its cause's, and their
+    causes (PySpark keeps the Java object as `_origin`, the converted cause as `_cause`)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        java = getattr(seen, "_origin", None)
+        while java is not None:
+            yield java
+            java = java.getCause()
+        seen = getattr(seen, "_cause", None)
+
+
+def missed_python_worker(exc: BaseException) -> bool:
+    """Whether `exc` is Spark giving up on a Python worker that did not connect back in 10 s."""
+    for java in _java_throwables(exc):
+        if java.getClass().getName() != "java.net.SocketTimeoutException":
+            continue
+        frames = java.getStackTrace()
+        if any(str(frame.getClassName()).startswith(WORKER_FACTORY) for frame in frames):
+            return True
+    return False
