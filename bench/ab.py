@@ -2,6 +2,7 @@
 
     python -m bench.ab --tree /tmp/old --tree . [--rounds 3] [--requests 200000]
                        [--pipelines 1,16] [--regions 1] [--replay 200000]
+                       [--broker kafka [--mirror mm2] --warmup 30000]
     python -m bench.ab --tree . --tree .@STREAMS_EVENT_LOOP=asyncio    (one tree, two settings)
 
 Why: on a shared machine two runs of the same code differ by up to 1.5x, so a gain is only
@@ -34,8 +35,15 @@ XADD_RUN = r"""
 import re, subprocess, sys, time
 from topology.local import LocalTopology
 pipelines, n, regions = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3])
-with LocalTopology(regions=regions, manual_sync=False, id_mode="liberal",
+broker, mirror, warmup = sys.argv[4], sys.argv[5], int(sys.argv[6])
+with LocalTopology(regions=regions, manual_sync=False, id_mode="liberal", broker=broker,
+                   mirror=mirror,
                    node_args=["--snapshot-every-ops", "0", "--snapshot-every-s", "0"]) as topo:
+    if warmup:
+        subprocess.run(
+            ["redis-benchmark", "-p", str(topo.ports[1]), "-c", "50", "-P", "16", "-n",
+             str(warmup), "-r", "100000", "-q", "XADD", "warm:__rand_int__", "*", "f", "v"],
+            capture_output=True, check=True)
     for p in pipelines:
         started = time.monotonic()
         out = subprocess.run(
@@ -124,7 +132,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipelines", default="1,16", help="redis-benchmark -P values")
     parser.add_argument("--regions", type=int, default=1)
     parser.add_argument("--replay", type=int, default=0, help="entries of the replay figure")
+    parser.add_argument(
+        "--broker",
+        choices=("tansu", "kafka"),
+        default="tansu",
+        help="the regions' brokers: Tansu in memory (default) or Apache Kafka (durable, as "
+        "`streams up` runs it; its jars from scripts/kafka_jars.sh)",
+    )
+    parser.add_argument(
+        "--mirror",
+        choices=("embedded", "mm2"),
+        default=None,
+        help="the mirror between regions (default: mm2 on Apache Kafka, else embedded)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=0,
+        help="XADDs (P16) on other keys before the measured runs, so that a fresh JVM has "
+        "compiled its hot paths (about 30,000 for Apache Kafka)",
+    )
     args = parser.parse_args(argv)
+    mirror = args.mirror or ("mm2" if args.broker == "kafka" else "embedded")
+    xadd_args = [args.pipelines, str(args.requests), str(args.regions), args.broker, mirror]
+    xadd_args.append(str(args.warmup))
     trees = [str(arm(t)[0]) + t[len(t.partition("@")[0]) :] for t in args.tree]
     results: Results = {}
     loads: list[float] = []
@@ -132,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         order = trees if round_ % 2 == 0 else trees[::-1]
         for tree in order:
             loads.append(load_average())
-            found = run_in(tree, XADD_RUN, [args.pipelines, str(args.requests), str(args.regions)])
+            found = run_in(tree, XADD_RUN, xadd_args)
             if args.replay:
                 found.update(run_in(tree, REPLAY_RUN, [str(args.replay)]))
             for figure, value in found.items():
@@ -149,7 +180,7 @@ def markdown(
     first = str(trees[0])
     lines = [
         f"{args.rounds} rounds, trees alternating (order reversed each round), "
-        f"{args.regions} region(s), {args.requests:,} requests per XADD run"
+        f"{args.regions} region(s) on {args.broker}, {args.requests:,} requests per XADD run"
         + (f", replay of {args.replay:,} entries" if args.replay else "")
         + f"; 1-minute load average before each run {min(loads):.2f}-{max(loads):.2f}.",
         "",

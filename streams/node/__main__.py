@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import gc
 import logging
+import os
 import signal
 import sys
 
@@ -28,11 +29,13 @@ from streams.node.node import (
 )
 from streams.node.pipeline.auth import AuthConfig
 from streams.node.runtime.oplog import RecordAt, parse_record_at
-from streams.node.runtime.writepath import DEFAULT_WRITE_TIMEOUT_S
+from streams.node.runtime.writepath import DEFAULT_COMMIT_LINGER_S, DEFAULT_WRITE_TIMEOUT_S
 from streams.resp.tls import AUTH_CLIENTS, TlsOptions
 from streams.snapshot import SnapshotError
 
 EXIT_LIVE_WRITER = 3
+COMMIT_LINGER_ENV = "STREAMS_COMMIT_LINGER_MS"
+"""The default of `--commit-linger-ms` when the flag is not given (`python -m bench.ab` arms)."""
 """A live node writes the region's shards and --takeover was not given."""
 
 
@@ -66,6 +69,7 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
             auth=auth,
             takeover=args.takeover,
             write_timeout=args.write_timeout,
+            commit_linger=args.commit_linger_ms / 1000,
         )
         if args.metrics_port is not None:
             exporter = metrics.Exporter.listen(options.node_config().bind, args.metrics_port)
@@ -233,6 +237,17 @@ def main(argv: list[str] | None = None) -> int:
         f"reads go on (default: {DEFAULT_WRITE_TIMEOUT_S:g})",
     )
     parser.add_argument(
+        "--commit-linger-ms",
+        type=float,
+        default=None,
+        metavar="MS",
+        help="when a commit answers writers while others' writes already wait, hold the next "
+        "batch up to MS milliseconds for the answered writers' next writes, so that many "
+        "clients sending one request at a time share transactions instead of alternating "
+        "between two; a lone client is never held; 0 turns it off (default: "
+        f"{DEFAULT_COMMIT_LINGER_S * 1000:g}, or ${COMMIT_LINGER_ENV})",
+    )
+    parser.add_argument(
         "--bind", default=None, help="RESP bind address (default: the topology's, 127.0.0.1)"
     )
     parser.add_argument(
@@ -299,6 +314,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.snapshot_every_ops < 0 or args.snapshot_every_s < 0:
         parser.error("--snapshot-every-ops / --snapshot-every-s must not be negative")
+    if args.commit_linger_ms is None:
+        setting = os.environ.get(COMMIT_LINGER_ENV, f"{DEFAULT_COMMIT_LINGER_S * 1000:g}")
+        try:
+            args.commit_linger_ms = float(setting)
+        except ValueError:
+            parser.error(f"${COMMIT_LINGER_ENV} must be a number of milliseconds, got {setting!r}")
+    if not 0 <= args.commit_linger_ms <= 1000:
+        parser.error(f"--commit-linger-ms must be within [0, 1000], got {args.commit_linger_ms:g}")
     if not 0 < args.write_timeout <= 3600:
         parser.error(f"--write-timeout must be within (0, 3600], got {args.write_timeout:g}")
     if not args.catch_up_timeout > 0:

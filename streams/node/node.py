@@ -64,7 +64,7 @@ from streams.node.runtime.snapshotter import (
 )
 from streams.node.runtime.tasks import Tasks
 from streams.node.runtime.waiters import Waiters
-from streams.node.runtime.writepath import DEFAULT_WRITE_TIMEOUT_S
+from streams.node.runtime.writepath import DEFAULT_COMMIT_LINGER_S, DEFAULT_WRITE_TIMEOUT_S
 from streams.node.topology_watch import TopologyWatch
 from streams.reply import Reply
 from streams.resp.limits import Connections, Limits
@@ -121,6 +121,9 @@ class NodeOptions:
     write_timeout: float = DEFAULT_WRITE_TIMEOUT_S
     """`--write-timeout`: a write is committed or refused within it
     (`streams.node.runtime.writepath`)."""
+    commit_linger: float = DEFAULT_COMMIT_LINGER_S
+    """`--commit-linger-ms` in seconds: how long a batch waits for the writers the last commit
+    answered (`streams.node.runtime.writepath.WritePath._linger`)."""
     topology_path: str | None = None
     """The topology file, followed while the node runs (regions removed: `topology_watch`)."""
 
@@ -219,6 +222,7 @@ class RegionNode:
             snapshot_files=_snapshot_files(options.snapshots, node.shards),
             shards=total,
             write_timeout=options.write_timeout,
+            commit_linger=options.commit_linger,
             superseded=self._superseded,
             former=tuple(sorted(r.id for r in topology.removed)),
         )

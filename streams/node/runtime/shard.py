@@ -41,7 +41,12 @@ from streams.node.runtime.snapshotter import Pause, SnapshotPolicy, Snapshotter
 from streams.node.runtime.tasks import Tasks
 from streams.node.runtime.undo import CommittedView, Journal
 from streams.node.runtime.waiters import Waiters
-from streams.node.runtime.writepath import DEFAULT_WRITE_TIMEOUT_S, WriteBatch, WritePath
+from streams.node.runtime.writepath import (
+    DEFAULT_COMMIT_LINGER_S,
+    DEFAULT_WRITE_TIMEOUT_S,
+    WriteBatch,
+    WritePath,
+)
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +78,8 @@ class ShardSetup:
     shards: int = 1
     write_timeout: float = DEFAULT_WRITE_TIMEOUT_S
     """`--write-timeout`: a write is answered (committed or refused) within it."""
+    commit_linger: float = DEFAULT_COMMIT_LINGER_S
+    """`--commit-linger-ms` in seconds (`WritePath._linger`)."""
     former: tuple[int, ...] = ()
     """Regions removed from the topology: no longer waited for, their ops still origins."""
     superseded: Callable[[int], str | None] = lambda _shard: None
@@ -99,6 +106,7 @@ class Shard:
             self._failed,
             lambda: Journal(self.replica.region),
             setup.write_timeout,
+            setup.commit_linger,
         )
         self.loader = Loader(
             self.name,
