@@ -183,6 +183,13 @@ class WritePath:
             return None
         return await asyncio.shield(outcome)
 
+    def _open_ops(self) -> int:
+        """Ops in the open batch. A method, not an expression in `_commit_loop`: there mypy
+        narrows `self._open` to None after `self._open = None` even across an `await` (while
+        `add` opens a new batch), and the compiled core checks that narrowed type at run time
+        (TypeError: None object expected; got WriteBatch), which killed the commit task."""
+        return 0 if self._open is None else len(self._open)
+
     async def _linger(self) -> None:
         """Hold the open batch up to `linger` seconds for the writers the last commit answered.
 
@@ -232,7 +239,7 @@ class WritePath:
             self._in_flight = self.in_flight_since = None
             self.batches += 1
             self.ops += len(batch)
-            self._mark = len(batch) + (len(self._open) if self._open is not None else 0)
+            self._mark = len(batch) + self._open_ops()
             batch.outcome.set_result(None)
             self._on_committed(batch)
             if self.observe is not None:
