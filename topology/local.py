@@ -410,11 +410,15 @@ class LocalTopology(NodeProcesses):
         """SIGKILL region i's broker (its nodes refuse writes and serve reads until it is back)."""
         self.brokers[i].kill()
 
-    def start_broker(self, i: int) -> None:
-        """Start region i's broker again on its data, on the same port (the topology names it)."""
+    def start_broker(self, i: int, timeout: float | None = None) -> None:
+        """Start region i's broker again on its data, on the same port (the topology names it);
+        `timeout`: how long it may take to be ready (default: the broker's own start timeout)."""
         broker = self.brokers[i]
         restartable(broker)
-        broker.start()
+        if timeout is None:
+            broker.start()
+        else:
+            broker.start(timeout)
 
     def sync(self, regions: list[int] | None = None, timeout: float = 30) -> None:
         """Replicate among `regions` (all when None) until each applied every op of the others.

@@ -116,8 +116,9 @@ def test_ab_reads_a_trees_results_and_compares_each_round_with_the_first_tree(
         (str(old), "xadd P16"): [100.0, 200.0, 100.0],
         (str(new), "xadd P16"): [150.0, 300.0, 250.0],
     }
-    args = argparse.Namespace(rounds=3, regions=1, requests=1000, replay=0)
+    args = argparse.Namespace(rounds=3, regions=1, requests=1000, replay=0, broker="kafka")
     table = ab.markdown(results, [old, new], args, [1.0, 2.5])
     assert "| xadd P16 | /new | 250 | 150-300 | 1.50 |" in table
     assert "| xadd P16 | /old | 100 | 100-200 | 1.00 |" in table
     assert "load average before each run 1.00-2.50" in table
+    assert "1 region(s) on kafka" in table
