@@ -12,8 +12,10 @@ the frame that threw it, not by its message.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from pyspark.sql.streaming import StreamingQuery
 
 WORKER_FACTORY = "org.apache.spark.api.python.PythonWorkerFactory"
 
@@ -39,3 +41,36 @@ def missed_python_worker(exc: BaseException) -> bool:
         if any(str(frame.getClassName()).startswith(WORKER_FACTORY) for frame in frames):
             return True
     return False
+
+
+def run_to_end(start: Callable[[], StreamingQuery], tries: int = 3) -> None:
+    """Start an `available_now` query and wait for its end; started again from its checkpoint
+    (up to `tries` in all) when Spark failed it for a Python worker that missed its 10 s, as a
+    supervisor would; any other failure is raised."""
+    for attempt in range(1, tries + 1):
+        query = start()
+        try:
+            query.awaitTermination()
+            return
+        except Exception as failed:
+            if attempt == tries or not missed_python_worker(failed):
+                raise
+            print(f"Spark missed a Python worker (try {attempt} of {tries}): starting again")
+        finally:
+            query.stop()
+
+
+def failure_of(start: Callable[[], StreamingQuery], tries: int = 3) -> Exception:
+    """The exception an `available_now` query that must fail ends with, other than a Python
+    worker missing Spark's 10 s (then the query is started again, up to `tries` in all)."""
+    for attempt in range(1, tries + 1):
+        query = start()
+        try:
+            query.awaitTermination()
+        except Exception as failed:
+            if attempt == tries or not missed_python_worker(failed):
+                return failed
+            print(f"Spark missed a Python worker (try {attempt} of {tries}): starting again")
+        finally:
+            query.stop()
+    raise AssertionError("the query ended without failing")

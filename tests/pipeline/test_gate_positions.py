@@ -28,6 +28,7 @@ from streams.pipeline.audit import audit
 from streams.pipeline.export import export, follow
 from streams.pipeline.snapshot import snapshot
 from streams.snapshot import read_snapshot
+from tests.pipeline.spark_workers import failure_of, run_to_end
 from tests.pipeline.test_export_follow import read_back
 from topology.broker import EmbeddedBroker
 from topology.local import LocalTopology
@@ -76,7 +77,7 @@ def test_a_transaction_read_in_part_is_folded_by_no_job_until_it_is_whole(
         export(spark, boot, str(tmp_path / "export"))
         assert _keys(tmp_path / "export") == {b"z"}
         out, checkpoint = tmp_path / "follow", tmp_path / "checkpoint"
-        follow(spark, boot, str(out), str(checkpoint), available_now=True).awaitTermination()
+        run_to_end(lambda: follow(spark, boot, str(out), str(checkpoint), available_now=True))
         assert _keys(out) == {b"z"}
         result = snapshot(spark, boot, "r1", str(tmp_path / "r1.snap"), region_id=1)
         with open(result.files[0], "rb") as fp:
@@ -91,7 +92,7 @@ def test_a_transaction_read_in_part_is_folded_by_no_job_until_it_is_whole(
         _produce(boot, [last.value])
         export(spark, boot, str(tmp_path / "export"))
         assert _keys(tmp_path / "export") == {b"z", b"a", b"b", b"c"}
-        follow(spark, boot, str(out), str(checkpoint), available_now=True).awaitTermination()
+        run_to_end(lambda: follow(spark, boot, str(out), str(checkpoint), available_now=True))
         assert read_back(out) == read_back(tmp_path / "export")  # a and b refolded too
     finally:
         broker.stop()
@@ -164,14 +165,17 @@ def test_a_follow_checkpoint_pointed_at_another_cluster_is_refused(
     topo, _dot = signed
     file = str(topo.topology_path)
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
-    follow(
-        spark, topo.bootstrap[1], str(out), str(checkpoint), available_now=True, topology=file
-    ).awaitTermination()
-    assert b"victim" in read_back(out)
-    query = follow(
-        spark, topo.bootstrap[2], str(out), str(checkpoint), available_now=True, topology=file
+    run_to_end(
+        lambda: follow(
+            spark, topo.bootstrap[1], str(out), str(checkpoint), available_now=True, topology=file
+        )
     )
-    with pytest.raises(PySparkException) as refused:
-        query.awaitTermination()
-    text = str(refused.value)
+    assert b"victim" in read_back(out)
+    refused = failure_of(
+        lambda: follow(
+            spark, topo.bootstrap[2], str(out), str(checkpoint), available_now=True, topology=file
+        )
+    )
+    assert isinstance(refused, PySparkException)
+    text = str(refused)
     assert "cluster streams-spark-gate-r1" in text and "cluster streams-spark-gate-r2" in text

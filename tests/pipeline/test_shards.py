@@ -25,6 +25,7 @@ from streams.pipeline.export import export, follow, read_oplogs
 from streams.pipeline.snapshot import snapshot
 from streams.slots import shard_of
 from streams.snapshot import read_shard, read_snapshot
+from tests.pipeline.spark_workers import run_to_end
 from tests.pipeline.test_export_follow import (
     _comparable,
     read_back,
@@ -161,18 +162,16 @@ def test_export_and_follow_equal_xrange_for_keys_of_every_shard(
     for i in (1, 2):
         assert _comparable(got) == xrange_all(topo.client(i), keys)
     out, checkpoint = tmp_path / "follow", tmp_path / "checkpoint"
-    query = follow(
-        spark,
-        topo.bootstrap[1],
-        str(out),
-        str(checkpoint),
-        max_offsets_per_trigger=40,
-        available_now=True,
+    run_to_end(
+        lambda: follow(
+            spark,
+            topo.bootstrap[1],
+            str(out),
+            str(checkpoint),
+            max_offsets_per_trigger=40,
+            available_now=True,
+        )
     )
-    try:
-        query.awaitTermination()
-    finally:
-        query.stop()
     assert _comparable(read_back(out)) == xrange_all(topo.client(1), keys)
     records = stored_records(out)
     assert len(records) == len(set(records)) == sum(topo.vector(1).values())

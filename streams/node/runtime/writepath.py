@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 DEFAULT_WRITE_TIMEOUT_S = 10.0
 """`--write-timeout`: how long a write may wait for the op log before it is refused."""
 
-DEFAULT_COMMIT_LINGER_S = 0.0
+DEFAULT_COMMIT_LINGER_S = 0.002
 """`--commit-linger-ms`: how long a batch may wait for the writers the last commit answered."""
 
 
