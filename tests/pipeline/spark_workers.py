@@ -43,14 +43,16 @@ def missed_python_worker(exc: BaseException) -> bool:
     return False
 
 
-def run_to_end(start: Callable[[], StreamingQuery], tries: int = 3) -> None:
-    """Start an `available_now` query and wait for its end; started again from its checkpoint
-    (up to `tries` in all) when Spark failed it for a Python worker that missed its 10 s, as a
-    supervisor would; any other failure is raised."""
+def run_until(
+    start: Callable[[], StreamingQuery], done: Callable[[StreamingQuery], None], tries: int = 3
+) -> None:
+    """Start the query, wait for `done`, stop it. A query that Spark failed because a Python
+    worker missed its fixed 10 s to connect back (a busy 2-core machine) is started again from
+    its checkpoint (up to `tries` in all), as a supervisor would; any other failure is raised."""
     for attempt in range(1, tries + 1):
         query = start()
         try:
-            query.awaitTermination()
+            done(query)
             return
         except Exception as failed:
             if attempt == tries or not missed_python_worker(failed):
@@ -60,17 +62,16 @@ def run_to_end(start: Callable[[], StreamingQuery], tries: int = 3) -> None:
             query.stop()
 
 
+def run_to_end(start: Callable[[], StreamingQuery], tries: int = 3) -> None:
+    """`run_until` an `available_now` query's end."""
+    run_until(start, lambda query: query.awaitTermination(), tries)
+
+
 def failure_of(start: Callable[[], StreamingQuery], tries: int = 3) -> Exception:
     """The exception an `available_now` query that must fail ends with, other than a Python
     worker missing Spark's 10 s (then the query is started again, up to `tries` in all)."""
-    for attempt in range(1, tries + 1):
-        query = start()
-        try:
-            query.awaitTermination()
-        except Exception as failed:
-            if attempt == tries or not missed_python_worker(failed):
-                return failed
-            print(f"Spark missed a Python worker (try {attempt} of {tries}): starting again")
-        finally:
-            query.stop()
+    try:
+        run_to_end(start, tries)
+    except Exception as failed:
+        return failed
     raise AssertionError("the query ended without failing")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.dataset as ds
@@ -14,7 +14,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 
 from streams.pipeline.export import OPS_DIR, export, follow
 from tests.pipeline.conftest import History
-from tests.pipeline.spark_workers import missed_python_worker
+from tests.pipeline.spark_workers import run_until
 from topology.local import LocalTopology
 
 Entries = dict[bytes, list[tuple[bytes, bytes, list[tuple[bytes, bytes]]]]]
@@ -87,25 +87,6 @@ def _wait_batches(query, n: int, timeout: float = 120) -> None:  # type: ignore[
     raise TimeoutError(f"the streaming query did not complete {n} batches")
 
 
-def _run_until(
-    start: Callable[[], StreamingQuery], done: Callable[[StreamingQuery], None], tries: int = 3
-) -> None:
-    """Start the query, wait for `done`, stop it. A query that Spark failed because a Python
-    worker missed its fixed 10 s to connect back (a busy 2-core machine) is started again from
-    its checkpoint, as the follow job's supervisor would; any other failure fails the test."""
-    for attempt in range(1, tries + 1):
-        query = start()
-        try:
-            done(query)
-            return
-        except Exception as failed:
-            if attempt == tries or not missed_python_worker(failed):
-                raise
-            print(f"Spark missed a Python worker (try {attempt} of {tries}): starting again")
-        finally:
-            query.stop()
-
-
 def test_follow_stopped_and_restarted_ends_with_exactly_the_nodes_entries(
     spark: SparkSession, live: LocalTopology, tmp_path: Path
 ) -> None:
@@ -129,7 +110,7 @@ def test_follow_stopped_and_restarted_ends_with_exactly_the_nodes_entries(
             max_offsets_per_trigger=50,
         )
 
-    _run_until(start, lambda query: _wait_batches(query, 1))
+    run_until(start, lambda query: _wait_batches(query, 1))
     first_batches = len(list((out / OPS_DIR).glob("batch_id=*")))
     assert first_batches >= 1
     # more history while the query is down: deletes, trims, new keys
@@ -140,7 +121,7 @@ def test_follow_stopped_and_restarted_ends_with_exactly_the_nodes_entries(
         c2.xadd("u", {"i": str(i)})
     c1.xdel("u", c1.xrange("u", count=1)[0][0]) if c1.xrange("u", count=1) else None
     live.sync()
-    _run_until(start, lambda query: query.processAllAvailable())
+    run_until(start, lambda query: query.processAllAvailable())
     got = read_back(out)
     assert _comparable(got) == xrange_all(c1, [b"s", b"t", b"u"])
     offsets = stored_records(out)
