@@ -175,7 +175,7 @@ def test_export_and_follow_equal_xrange_for_keys_of_every_shard(
     assert _comparable(read_back(out)) == xrange_all(topo.client(1), keys)
     records = stored_records(out)
     assert len(records) == len(set(records)) == sum(topo.vector(1).values())
-    assert {p for _t, p, _o in records} == set(range(SHARDS))
+    assert {p for _t, p, _o, _s in records} == set(range(SHARDS))
 
 
 def test_snapshot_writes_one_bootable_file_per_shard(
