@@ -4,6 +4,7 @@
                        [--pipelines 1,16] [--regions 1] [--replay 200000]
                        [--broker kafka [--mirror mm2] --warmup 30000]
     python -m bench.ab --tree . --tree .@STREAMS_EVENT_LOOP=asyncio    (one tree, two settings)
+    python -m bench.ab --tree . --tree .@BENCH_SHARDS=4 --broker kafka   (S = 1 beside S = 4)
 
 Why: on a shared machine two runs of the same code differ by up to 1.5x, so a gain is only
 shown by running the old commit beside the new one (each tree a checkout, e.g. `git worktree
@@ -18,7 +19,9 @@ Per tree and round, in a process of that tree (`PYTHONPATH` and cwd the tree):
 - Replay (`--replay N`): N XADDs over 8 keys in pipelines of 1,000, the node killed and started
   again, N over the time until it answers PING (a full replay, process start included).
 A tree may carry environment settings for its runs after `@` (`PATH@KEY=VALUE,KEY=VALUE`):
-the same code with another setting is then an arm of its own.
+the same code with another setting is then an arm of its own. `BENCH_SHARDS=S` is read by the
+XADD run itself: every region of S shards in its one node process (`.@BENCH_SHARDS=4` beside
+`.`: S = 4 against S = 1 on the same code).
 Printed, never asserted.
 """
 
@@ -32,12 +35,13 @@ import sys
 from pathlib import Path
 
 XADD_RUN = r"""
-import re, subprocess, sys, time
+import os, re, subprocess, sys, time
 from topology.local import LocalTopology
 pipelines, n, regions = sys.argv[1].split(","), int(sys.argv[2]), int(sys.argv[3])
 broker, mirror, warmup = sys.argv[4], sys.argv[5], int(sys.argv[6])
+shards = int(os.environ.get("BENCH_SHARDS", "1"))
 with LocalTopology(regions=regions, manual_sync=False, id_mode="liberal", broker=broker,
-                   mirror=mirror,
+                   mirror=mirror, shards=shards,
                    node_args=["--snapshot-every-ops", "0", "--snapshot-every-s", "0"]) as topo:
     if warmup:
         subprocess.run(
