@@ -185,6 +185,7 @@ class RegionNode:
             # of the process, streams.node.kafka.process_writer); STREAMS_WRITER_PER_SHARD=1
             # gives each shard its own, as before.
             owned=None if os.environ.get("STREAMS_WRITER_PER_SHARD") == "1" else node.shards,
+            commit_linger=options.commit_linger,
         )
         self.presence: Presence | None = None
         """Announcements and takeover watch (`streams.node.kafka.presence`); on Kafka only."""

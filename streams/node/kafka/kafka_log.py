@@ -101,13 +101,15 @@ class KafkaLog:
         keys: Mapping[int, bytes] | None = None,
         snapshots_kept: int = snapshots.KEEP,
         owned: tuple[int, ...] | None = None,
+        commit_linger: float = 0.0,
     ) -> None:
         """`regions`: every region of the topology, id -> name: records of any other origin,
         or in another region's op log, are refused (`streams.kafka.gate`). `replication`: of
         the topics this node creates (the topology's; default the broker's). `keys`: per region id,
         the key its records are signed with (`streams.kafka.gate`). `owned`: the shards of this
         node process, which then share one transactional producer
-        (`streams.node.kafka.process_writer`)."""
+        (`streams.node.kafka.process_writer`); `commit_linger`: how long its transactions wait
+        for the shards the last one answered (`ProcessWriter.linger`)."""
         self.bootstrap = bootstrap
         self.replication = replication or Replication()
         self.record_limit = MAX_RECORD_BYTES
@@ -131,6 +133,7 @@ class KafkaLog:
         self.writers_topic = writers_topic(region_name)
         """Where the nodes announce themselves (`streams.node.kafka.presence`)."""
         self.owned = owned
+        self.commit_linger = commit_linger
         self.process_writer: ProcessWriter | None = None
         """The producer the owned shards share (made with the first shard's writer)."""
         self.fence_first: tuple[str, ...] = ()
@@ -202,6 +205,7 @@ class KafkaLog:
             owned,
             self.shards,
             signing_key=self.keys.get(self.region_id),
+            linger=self.commit_linger,
         )
 
     def reader(self, shard: int, spec: ReaderSpec) -> Materializer:
