@@ -1,13 +1,15 @@
 """What an idle topology costs, and who pays it: CPU of the brokers, the nodes and the mirrors.
 
     python -m bench.idle [--regions 3] [--window 30] [--rounds 2] [--broker tansu|kafka]
+                         [--settle 10]
 
 The light stack as `streams demo` and the benchmarks run it (`LocalTopology`, Tansu brokers, the
 embedded mirror copying continuously in this process's threads), or with `--broker kafka` the
 durable shape `streams up` runs (Apache Kafka brokers, MirrorMaker 2 processes), left alone for
-`--window` seconds after a 10 s settle; per round the percent of one core used by the brokers,
-the node processes and the mirror (this process, or the MirrorMaker 2 JVMs), from /proc (utime
-+ stime). To compare trees, run
+`--window` seconds after a settle (`--settle`, 10 s; the JVMs of `--broker kafka` take a minute
+or more to come down to their idle rate: measure them after 60 s or more); per round the percent
+of one core used by the brokers, the node processes and the mirror (this process, or the
+MirrorMaker 2 JVMs), from /proc (utime + stime). To compare trees, run
 it with `PYTHONPATH=<tree>` for each (the nodes are started from the same tree). Nothing is
 asserted; the numbers go to docs/benchmarks.md by hand.
 """
@@ -51,11 +53,13 @@ def _cpu(pids: set[int]) -> dict[str, float]:
     return groups
 
 
-def measure(regions: int, window: float, broker: str = "tansu") -> dict[str, float]:
+def measure(
+    regions: int, window: float, broker: str = "tansu", settle: float = SETTLE_S
+) -> dict[str, float]:
     """Percent of one core per group over `window` seconds of an idle topology."""
     mirror = "mm2" if broker == "kafka" else "embedded"
     with LocalTopology(regions=regions, manual_sync=False, broker=broker, mirror=mirror):
-        time.sleep(SETTLE_S)
+        time.sleep(settle)
         pids = set(tree_processes(os.getpid())) - {os.getpid()}
         before, started = _cpu(pids), time.monotonic()
         time.sleep(window)
@@ -75,9 +79,12 @@ def main() -> None:
         help="Tansu with the embedded mirror (the light stack, default) or Apache Kafka with "
         "MirrorMaker 2 (the durable shape; jars from scripts/kafka_jars.sh)",
     )
+    parser.add_argument(
+        "--settle", type=float, default=SETTLE_S, help="seconds left alone before measuring (10)"
+    )
     args = parser.parse_args()
     for round_no in range(1, args.rounds + 1):
-        figures = measure(args.regions, args.window, args.broker)
+        figures = measure(args.regions, args.window, args.broker, args.settle)
         parts = ", ".join(f"{group} {share:.2f} %" for group, share in figures.items())
         load = os.getloadavg()[0]
         print(
