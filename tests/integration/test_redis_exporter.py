@@ -178,7 +178,9 @@ def test_redis_exporter_finds_on_a_node_what_it_finds_on_redis(redis_server: Red
     theirs.close()
 
     with LocalTopology(regions=1) as topology:
-        ours = RawClient(topology.ports[1])
+        # 60 s, not 10: the workload's XADD of 1,000,000 fields took over 10 s on CI's loaded
+        # 2 cores (a slow reply here is not what this test is about).
+        ours = RawClient(topology.ports[1], timeout_s=60)
         workload(ours)
         with exporter(topology.ports[1]) as (node_text, node_log):
             pass
