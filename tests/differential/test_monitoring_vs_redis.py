@@ -66,7 +66,8 @@ def node() -> Iterator[ServedNode]:
 
 def both(node: ServedNode, server: RedisServer) -> tuple[RawClient, RawClient]:
     """A fresh connection to each, both emptied and their statistics and logs reset."""
-    ours, theirs = RawClient(node.port), server.connect()
+    # 60 s: the latency test's XADD of 1,000,000 fields can take over 10 s on a loaded machine
+    ours, theirs = RawClient(node.port, timeout_s=60), server.connect()
     for conn in (ours, theirs):
         for args in (
             [b"FLUSHALL"],
