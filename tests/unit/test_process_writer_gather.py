@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Coroutine
+from typing import Any
 
 from streams.node.kafka.process_writer import ProcessWriter
 
@@ -30,6 +32,18 @@ class RecordingWriter(ProcessWriter):
     def _commit_sync(self, group: list) -> None:  # type: ignore[type-arg]
         self.groups.append(sorted(batch.handle.partition for batch in group))
 
+    async def write(self, partition: int) -> None:
+        """One (empty) batch of shard `partition`, answered when its transaction committed."""
+        await self.append(self.handles[partition], [], [], time.monotonic() + 10)
+
+    def run(self, scenario: Coroutine[Any, Any, float]) -> float:
+        """Run `scenario` on a fresh event loop, then close every shard's handle."""
+        try:
+            return asyncio.run(scenario)
+        finally:
+            for handle in self.handles.values():
+                handle.close()
+
 
 def transactions(linger: float) -> tuple[list[list[int]], float]:
     """The shards of each transaction when both shards write, then write again, shard 1 late;
@@ -37,22 +51,16 @@ def transactions(linger: float) -> tuple[list[list[int]], float]:
     writer = RecordingWriter(linger)
 
     async def shard(partition: int, late: float) -> None:
-        handle = writer.handles[partition]
-        deadline = time.monotonic() + 10
-        await writer.append(handle, [], [], deadline)
+        await writer.write(partition)
         await asyncio.sleep(late)
-        await writer.append(handle, [], [], deadline)
+        await writer.write(partition)
 
     async def scenario() -> float:
         started = time.monotonic()
         await asyncio.wait_for(asyncio.gather(shard(0, 0.0), shard(1, LATE_S)), LONG_LINGER_S / 2)
         return time.monotonic() - started
 
-    try:
-        took = asyncio.run(scenario())
-    finally:
-        for handle in writer.handles.values():
-            handle.close()
+    took = writer.run(scenario())
     return writer.groups, took
 
 
@@ -71,19 +79,11 @@ def test_a_shard_that_does_not_come_back_holds_the_next_transaction_one_linger_a
     writer = RecordingWriter(0.2)
 
     async def scenario() -> float:
-        h0, h1 = writer.handles[0], writer.handles[1]
-        deadline = time.monotonic() + 10
-        await asyncio.gather(
-            writer.append(h0, [], [], deadline), writer.append(h1, [], [], deadline)
-        )
+        await asyncio.gather(writer.write(0), writer.write(1))
         started = time.monotonic()
-        await writer.append(h0, [], [], deadline)  # shard 1 has nothing more to write
+        await writer.write(0)  # shard 1 has nothing more to write
         return time.monotonic() - started
 
-    try:
-        took = asyncio.run(scenario())
-    finally:
-        for handle in writer.handles.values():
-            handle.close()
+    took = writer.run(scenario())
     assert writer.groups == [[0, 1], [0]]
     assert 0.19 <= took < 2.0  # held for the linger (0.2 s), then committed without shard 1
