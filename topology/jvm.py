@@ -122,10 +122,16 @@ def write_log4j2(path: Path, log_file: Path, level: str = "INFO") -> None:
 
 
 DEFAULT_JVM_OPTS = (
+    # C1 only, no C2: on 2 cores shared by three brokers, MirrorMaker 2 and the nodes, C2's
+    # compiler threads cost more CPU than its faster code gives back. Measured (2026-11-29,
+    # bench.ab, C2 beside C1 in one run, after 30,000 warm-up XADDs): one region XADD c50 P1
+    # 1.27x, P16 1.10x; three regions with MirrorMaker 2 P1 1.49x, P16 1.24x, replicated
+    # 1.46x / 1.24x; a broker's start 4.5-5.7 s of CPU -> 2.5-2.9 s, three brokers at once
+    # ready in 4.7 s instead of 8.7-9.7 s. `STREAMS_JVM_OPTS=-XX:TieredStopAtLevel=4` gives C2
+    # back (machines with cores to spare, long-lived brokers).
+    "-XX:TieredStopAtLevel=1",
     # Kafka's own choice (kafka-run-class.sh). Measured on a one-node broker here: SerialGC
-    # gave the same RSS (~190-200 MB idle at -Xmx384m) and start time, C1 only
-    # (-XX:TieredStopAtLevel=1) saved ~0.3 s of a 3 s start and 25 MB, an AppCDS archive ~0.2 s:
-    # none worth a slower or more fragile process.
+    # gave the same RSS (~190-200 MB idle at -Xmx384m) and start time.
     "-XX:+UseG1GC",
     "-XX:MaxGCPauseMillis=20",
     "-XX:InitiatingHeapOccupancyPercent=35",
@@ -135,6 +141,14 @@ DEFAULT_JVM_OPTS = (
     # IPv4 loopback only, as every listener here is 127.0.0.1.
     "-Djava.net.preferIPv4Stack=true",
 )
+
+
+def extra_jvm_opts() -> list[str]:
+    """`STREAMS_JVM_OPTS`: options for every broker and MirrorMaker 2 JVM we start, after ours
+    (so a later `-XX:` flag wins), split at white space; e.g. `-XX:TieredStopAtLevel=4` to give
+    the JVMs C2 back. Kafka's own `KAFKA_OPTS` is never read: it is meant for the user's own
+    Kafka tools."""
+    return os.environ.get("STREAMS_JVM_OPTS", "").split()
 
 
 def class_archive(main_class: str) -> Path:
@@ -195,6 +209,7 @@ class JavaProcess:
             f"-Xms{min(self.heap_mb, 64)}m",
             f"-Xmx{self.heap_mb}m",
             *self.jvm_opts,
+            *extra_jvm_opts(),
             *self._sharing(),
             f"-Dlog4j2.configurationFile={self.log4j2_file}",
             "-cp",
