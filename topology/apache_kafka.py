@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import shutil
 import subprocess
 import tempfile
@@ -33,7 +34,7 @@ from streams.kafka.sizes import TOPIC_MAX_MESSAGE_BYTES
 from topology.broker import BrokerError
 from topology.certs import TlsFiles
 from topology.jvm import DEFAULT_JVM_OPTS, JavaProcess, kafka_libs, write_log4j2
-from topology.ports import free_port
+from topology.ports import free_port, reuse_port
 
 DEFAULT_HEAP_MB = 384
 """-Xmx of a broker: what one 64 MiB record in flight needs with room to spare (a produce
@@ -157,6 +158,53 @@ def client_tls_settings(tls: TlsFiles) -> dict[str, str]:
     }
 
 
+log = logging.getLogger(__name__)
+
+
+def kept_ports(data_dir: Path, host: str, check: bool = True) -> tuple[int | None, int | None]:
+    """The client and controller ports a durable node listened on at its last start (its
+    server.properties), each if still free (`check`; a node in a network namespace of its own is
+    not checked from here), so a restart keeps its addresses. Why it matters beyond the user's
+    bootstrap: MirrorMaker 2 keeps each connector's config, bootstrap servers included, in its
+    config topics, and after a restart on new ports it first starts the connectors on the old
+    addresses; Kafka 4.3's admin clients of those connectors then rebootstrap in a loop for the
+    life of the process (70,000-80,000 log lines a second, 1.4 GB of log a minute, measured)."""
+    try:
+        text = (data_dir / "server.properties").read_text()
+    except OSError:
+        return None, None
+    listeners = next(
+        (line.partition("=")[2] for line in text.splitlines() if line.startswith("listeners=")), ""
+    )
+    client: int | None = None
+    controller: int | None = None
+    for listener in filter(None, listeners.split(",")):
+        name, _, address = listener.partition("://")
+        port_text = address.rpartition(":")[2]
+        if not port_text.isdigit():
+            continue
+        if name == "CONTROLLER":
+            controller = int(port_text)
+        else:
+            client = int(port_text)
+    return (
+        _still_free(client, data_dir, host, check),
+        _still_free(controller, data_dir, host, check),
+    )
+
+
+def _still_free(port: int | None, data_dir: Path, host: str, check: bool) -> int | None:
+    if port is None or not check or reuse_port(port, host):
+        return port
+    log.warning(
+        "Kafka in %s: port %d of its last start is taken, a new one is used; restart"
+        " MirrorMaker 2 once if its log fills with 'Rebootstrapping'",
+        data_dir,
+        port,
+    )
+    return None
+
+
 class KafkaBroker:
     """One Apache Kafka node (KRaft, broker + controller) on free loopback ports."""
 
@@ -184,8 +232,11 @@ class KafkaBroker:
         self.tls = tls
         self.host = host
         self.netns = netns
-        self.port = port or free_port()
-        self.controller_port = controller_port or free_port()
+        kept: tuple[int | None, int | None] = (None, None)
+        if port is None and controller_port is None and data_dir is not None:
+            kept = kept_ports(Path(data_dir), host, check=netns is None)
+        self.port = port or kept[0] or free_port()
+        self.controller_port = controller_port or kept[1] or free_port()
         self.heap_mb = heap_mb
         self.extra_config = dict(extra_config or {})
         self.log_level = log_level

@@ -86,6 +86,21 @@ def _pick(low: int, high: int) -> int:
     raise OSError(f"no free loopback port in {low}..{high}")
 
 
+def reuse_port(port: int, host: str = "127.0.0.1") -> bool:
+    """Take `port` again for a listener that had it before (a durable broker started again):
+    True, and never handed out by `free_port` from now on, if nothing listens on it now. A port
+    this process handed out before counts as free: it went to that listener's last start."""
+    with socket.socket() as sock:
+        # As the JVM's listener does: connections of the last run in TIME_WAIT do not stop it.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    _handed.add(port)
+    return True
+
+
 def wait_for_port(port: int, timeout: float = 10.0, host: str = "127.0.0.1") -> None:
     deadline = time.monotonic() + timeout
     while True:
