@@ -19,6 +19,7 @@ from support import compose_binary
 from streams.config import dumps, load, loads
 from streams.kafka.sizes import TOPIC_MAX_MESSAGE_BYTES
 from topology import mm2
+from topology.jvm import DEFAULT_JVM_OPTS
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -183,3 +184,10 @@ def test_mm2_readme_describes_heartbeats_as_mirror_maker_runs_them() -> None:
     readme = (ROOT / "topology/mm2/README.md").read_text()
     assert not re.search(r"heartbeats[^.]*\bare off\b", readme)
     assert "heartbeats" in readme and "ignore" in readme
+
+
+def test_the_image_runs_kafka_and_mirror_maker_with_the_jvm_options_of_streams_up() -> None:
+    script = (ROOT / "docker/kafka/bin/kafka-run-class.sh").read_text()
+    for option in DEFAULT_JVM_OPTS:
+        assert f" {option} " in script.replace("\\\n", " "), option
+    assert "${STREAMS_JVM_OPTS:-}" in script
