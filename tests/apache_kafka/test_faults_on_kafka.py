@@ -123,6 +123,12 @@ def test_a_broker_killed_and_restarted_on_its_data_under_load_loses_and_doubles_
     check_all(topo, shared.ledgers)
     print(f"  r2 PEL: {check_pel(topo.client(2), ledgers[1])}")
     assert ledgers[1].errors, "the broker's death went unnoticed by r2's writer"
+    # Kafka 4's clients rebootstrap in a loop while no broker they know answers, unless told
+    # not to (`metadata.recovery.strategy = none`, topology/mm2/README.md)
+    replication = topo.replication
+    assert isinstance(replication, MirrorMakerReplication)
+    for process in replication.processes:
+        assert "Rebootstrapping" not in process.log_since_start(), process.name
 
 
 def test_a_node_killed_under_load_loses_and_doubles_nothing(shared: Shared) -> None:

@@ -172,6 +172,19 @@ def render(topology: Topology, naming: str | None = None) -> str:
         lines.append(f"{alias}.producer.acks = all")
     lines += [
         "",
+        "# Kafka 4's clients rebootstrap when no broker they know answers (KIP-899, KIP-1102);",
+        "# MirrorMaker 2's clients did so in a loop while a cluster was down (measured: 2,461",
+        "# 'Rebootstrapping' log lines in 20 s of one broker down, growing; 25 with this), and",
+        "# without end on addresses a cluster no longer had. Retry the known brokers with the",
+        "# reconnect backoff instead (the behaviour before Kafka 4): worker, admin, consumer and",
+        "# producer clients of every cluster.",
+    ]
+    for alias in aliases:
+        lines.append(f"{alias}.metadata.recovery.strategy = none")
+        for client in ("admin", "consumer", "producer"):
+            lines.append(f"{alias}.{client}.metadata.recovery.strategy = none")
+    lines += [
+        "",
         "# The copies are written compressed as the op logs are ([topology] compression):",
         "# fewer bytes on the link between regions and on the target's disk.",
     ]
