@@ -197,8 +197,8 @@ def _still_free(port: int | None, data_dir: Path, host: str, check: bool) -> int
     if port is None or not check or reuse_port(port, host):
         return port
     log.warning(
-        "Kafka in %s: port %d of its last start is taken, a new one is used; restart"
-        " MirrorMaker 2 once if its log fills with 'Rebootstrapping'",
+        "Kafka in %s: port %d of its last start is taken, a new one is used (the topology"
+        " file and MirrorMaker 2's config name it)",
         data_dir,
         port,
     )
