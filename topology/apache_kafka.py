@@ -167,8 +167,9 @@ def kept_ports(data_dir: Path, host: str, check: bool = True) -> tuple[int | Non
     not checked from here), so a restart keeps its addresses. Why it matters beyond the user's
     bootstrap: MirrorMaker 2 keeps each connector's config, bootstrap servers included, in its
     config topics, and after a restart on new ports it first starts the connectors on the old
-    addresses; Kafka 4.3's admin clients of those connectors then rebootstrap in a loop for the
-    life of the process (70,000-80,000 log lines a second, 1.4 GB of log a minute, measured)."""
+    addresses; under Kafka 4's default recovery strategy their admin clients rebootstrapped in a
+    loop for the life of the process (70,000-80,000 log lines a second, measured; the generated
+    config now sets `metadata.recovery.strategy = none` as well, topology/mm2/README.md)."""
     try:
         text = (data_dir / "server.properties").read_text()
     except OSError:

@@ -16,6 +16,7 @@ import pytest
 
 from topology.jvm import kafka_libs
 from topology.local import LocalTopology
+from topology.replication import MirrorMakerReplication
 
 
 def require_kafka() -> None:
@@ -79,3 +80,13 @@ def kafka_topologies() -> Iterator[Topologies]:
 def _kafka_set_up() -> None:
     """Every test of the tier needs Kafka's jars (`require_kafka`)."""
     require_kafka()
+
+
+def assert_mirrormaker_never_rebootstrapped(topo: LocalTopology) -> None:
+    """No MirrorMaker 2 client of this start rebootstrapped: Kafka 4's clients do so in a loop
+    while no broker they know answers (a broker down, or ports a cluster no longer has) unless
+    told not to (`metadata.recovery.strategy = none`, topology/mm2/README.md)."""
+    replication = topo.replication
+    assert isinstance(replication, MirrorMakerReplication)
+    for process in replication.processes:
+        assert "Rebootstrapping" not in process.log_since_start(), process.name

@@ -9,20 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from apache_kafka.conftest import require_kafka
+from apache_kafka.conftest import assert_mirrormaker_never_rebootstrapped, require_kafka
 from apache_kafka.durable_history import observe, topology, write_history
-from topology.local import LocalTopology
-from topology.replication import MirrorMakerReplication
 
 TOTAL = 100_000
-
-
-def assert_mirrormaker_settled(topo: LocalTopology) -> None:
-    """No MirrorMaker 2 admin client of this start looping on an address it no longer has."""
-    replication = topo.replication
-    assert isinstance(replication, MirrorMakerReplication)
-    for process in replication.processes:
-        assert "Rebootstrapping" not in process.log_since_start()
 
 
 def test_the_durable_default_restarts_with_everything_after_a_clean_stop_and_after_sigkill(
@@ -39,7 +29,7 @@ def test_the_durable_default_restarts_with_everything_after_a_clean_stop_and_aft
         print(f"\nclean restart: nodes serving after {topo.timings['nodes']:.1f} s")
         assert observe(topo) == before
         assert topo.bootstrap == addresses
-        assert_mirrormaker_settled(topo)
+        assert_mirrormaker_never_rebootstrapped(topo)
         topo.crash()
     with topology(tmp_path, 2) as topo:
         print(f"after SIGKILL of every process: nodes serving after {topo.timings['nodes']:.1f} s")
@@ -48,4 +38,4 @@ def test_the_durable_default_restarts_with_everything_after_a_clean_stop_and_aft
         topo.client(1).xadd(b"after", {b"f": b"v"})  # and it takes writes again
         topo.sync(timeout=60)
         assert topo.client(2).xlen(b"after") == 1
-        assert_mirrormaker_settled(topo)
+        assert_mirrormaker_never_rebootstrapped(topo)

@@ -28,7 +28,7 @@ from faults.workload import (
     summary,
 )
 
-from apache_kafka.conftest import require_kafka
+from apache_kafka.conftest import assert_mirrormaker_never_rebootstrapped, require_kafka
 from topology.brokers import BrokerHost
 from topology.local import LocalTopology
 from topology.replication import TASK_DIED, MirrorMakerReplication
@@ -123,12 +123,7 @@ def test_a_broker_killed_and_restarted_on_its_data_under_load_loses_and_doubles_
     check_all(topo, shared.ledgers)
     print(f"  r2 PEL: {check_pel(topo.client(2), ledgers[1])}")
     assert ledgers[1].errors, "the broker's death went unnoticed by r2's writer"
-    # Kafka 4's clients rebootstrap in a loop while no broker they know answers, unless told
-    # not to (`metadata.recovery.strategy = none`, topology/mm2/README.md)
-    replication = topo.replication
-    assert isinstance(replication, MirrorMakerReplication)
-    for process in replication.processes:
-        assert "Rebootstrapping" not in process.log_since_start(), process.name
+    assert_mirrormaker_never_rebootstrapped(topo)
 
 
 def test_a_node_killed_under_load_loses_and_doubles_nothing(shared: Shared) -> None:
