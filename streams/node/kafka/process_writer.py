@@ -4,11 +4,13 @@ Why: each shard used to append through a transactional producer of its own, so a
 shards ran S transactions at once, and a transaction costs librdkafka ~0.5 ms of client CPU plus
 the broker's work whatever it holds: four shards in one process wrote slower than one
 (docs/benchmarks.md). A Kafka transaction spans partitions, so the process's shards share one:
-`ProcessWriter` commits, in one transaction, every shard batch that is ready when the previous
-transaction committed (group commit across shards: a batch that arrives while a transaction is
-in flight joins the next one). Each shard keeps the interface it had (`ShardWriter`: append /
-start / recover / close / fenced / next_offsets / fail_next), so the shard, its write path and
-its snapshotter do not change.
+`ProcessWriter` commits, in one transaction, every shard batch handed in while the previous
+transaction was in flight (group commit across shards). A handed batch stays open until its
+transaction begins (`Writer.append`'s `seal`): the ops its shard takes meanwhile join it, not the
+transaction after. With two shards or more the process, not each shard, holds the next
+transaction for the writers the last one answered (`_gather`). Each shard keeps the interface
+it had (`ShardWriter`: append / start / recover / close / fenced / next_offsets / fail_next), so
+the shard and its snapshotter do not change.
 
 Failure is shared like the transaction: when it fails, every shard batch in it fails, and each
 shard runs its own failure path (write path down, `recover`, re-read of its log). The producer is
@@ -69,7 +71,12 @@ class _Batch:
     local: Sequence[Sealed]
     deadline: float
     future: asyncio.Future[None]
+    seal: Callable[[], None] | None
     error: BaseException | None = None
+
+    def __len__(self) -> int:
+        """Its records (one per op) so far: the lists grow until it is sealed."""
+        return len(self.replicated) + len(self.local)
 
 
 @dataclass
@@ -97,9 +104,13 @@ class ProcessWriter:
     ) -> None:
         self.region_name = region_name
         self.linger = linger
-        """How long the next transaction waits, once one committed, for the shards it answered
-        to hand in their next batches (`_gather`); 0: it takes what is pending at once."""
+        """How long the next transaction waits, once one committed, for the writers it answered
+        (`_gather`); 0: it takes what is pending at once."""
         self.owned = tuple(sorted(set(owned)))
+        self.gathers = len(self.owned) > 1
+        """The process holds its transactions for the writers of all its shards (`_gather`), so
+        the shards' write paths do not linger (`Writer.gathers`); one shard's write path
+        lingers itself, as on any other writer."""
         self.shards = shards
         self.oplog_topic = oplog_topic
         self.local_topic = local_topic
@@ -125,10 +136,10 @@ class ProcessWriter:
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"writer-{region_name}")
         self._pending: list[_Batch] = []
         self._flusher: asyncio.Task[None] | None = None
-        self._awaited: set[int] = set()
-        """The shards `_gather` waits for (their partitions)."""
+        self._want = 0
+        """The records `_gather` waits for in the handed batches."""
         self._gathered: asyncio.Future[None] | None = None
-        """Resolved when every awaited shard handed in a batch (`_gather` waits for it)."""
+        """Resolved when the handed batches hold `_want` records (`_gather` waits for it)."""
         self.handles = {s: ShardWriter(self, s) for s in self.owned}
 
     # --- start ----------------------------------------------------------------------------------
@@ -164,18 +175,24 @@ class ProcessWriter:
         replicated: Sequence[Sealed],
         local: Sequence[Sealed],
         deadline: float,
+        seal: Callable[[], None] | None = None,
     ) -> None:
         loop = asyncio.get_running_loop()
-        batch = _Batch(handle, replicated, local, deadline, loop.create_future())
+        batch = _Batch(handle, replicated, local, deadline, loop.create_future(), seal)
         self._pending.append(batch)
-        gathered = self._gathered
-        if gathered is not None:
-            self._awaited.discard(handle.partition)
-            if not self._awaited and not gathered.done():
-                gathered.set_result(None)
+        self.grew()
         if self._flusher is None:
             self._flusher = loop.create_task(self._flush())
         await batch.future
+
+    def grew(self) -> None:
+        """A batch was handed in, or a handed one took ops: has `_gather` waited enough?"""
+        gathered = self._gathered
+        if gathered is not None and not gathered.done() and self._pending_records() >= self._want:
+            gathered.set_result(None)
+
+    def _pending_records(self) -> int:
+        return sum(len(batch) for batch in self._pending)
 
     async def _flush(self) -> None:
         """Commit what is pending, one transaction at a time, until nothing is."""
@@ -183,6 +200,10 @@ class ProcessWriter:
         try:
             while self._pending:
                 group, self._pending = self._pending, []
+                for batch in group:  # the transaction begins: the shards open new batches
+                    if batch.seal is not None:
+                        batch.seal()
+                answered = sum(len(batch) for batch in group)
                 try:
                     await loop.run_in_executor(self._thread, self._commit_sync, group)
                 except asyncio.CancelledError:
@@ -199,37 +220,38 @@ class ProcessWriter:
                         batch.future.set_result(None)
                     else:
                         batch.future.set_exception(batch.error)
-                # Let the shards just answered hand in their next batches (their tasks run
-                # before this one resumes): without this the next transaction would start with
-                # what arrived during the last one only, and each shard's next batch would wait
-                # out a whole transaction more.
+                # Let the shards just answered hand in their open batches (their tasks run
+                # before this one resumes), so that `_gather` counts them.
                 await asyncio.sleep(0)
-                await self._gather({batch.handle.partition for batch in group})
+                await self._gather(answered)
         finally:
             self._flusher = None
 
-    async def _gather(self, answered: set[int]) -> None:
-        """Wait up to `linger` until every shard of `answered` (the transaction just committed)
-        handed in its next batch.
+    async def _gather(self, answered: int) -> None:
+        """Hold the next transaction up to `linger` until the handed batches hold what they
+        held right after the last commit plus the `answered` records it committed (its writers
+        are about to send their next ones), counted over every shard of the process.
 
-        Why: each shard's write path holds its next batch up to the same linger for the clients
-        its commit answered (`WritePath._linger`), so right after a commit the shards hand in
-        one by one. Taking what is pending at once started the next transaction with the shards
-        that did not linger and left the others a whole transaction more to wait: four shards in
-        one process wrote at half the rate of one at c50 P1 on Apache Kafka (docs/benchmarks.md,
-        "One transaction per node process"). One shard alone is not waited for (its write path
-        lingers already); a shard whose clients went away costs one linger."""
-        awaited = answered - {batch.handle.partition for batch in self._pending}
-        if self.linger <= 0 or len(answered) < 2 or not awaited:
+        Why: with many clients sending one request at a time, the ones a commit answers send
+        their next request a moment later (`WritePath._linger`, which does the same for one
+        shard). With random keys those requests go to any shard, so a mark per shard is met
+        only by chance: each shard's linger ran out, the shards handed in one by one, and the
+        transaction started without the ops that came a moment late, which then waited a whole
+        transaction more (four shards in one process wrote at 0.63x the rate of one at c50 P1
+        on Apache Kafka, docs/benchmarks.md). One mark for the process, and batches that stay
+        open until the transaction begins, keep the answered clients together. A lone client
+        meets the mark with its own next write; clients that went away cost one linger."""
+        if self.linger <= 0 or not self.gathers or answered <= 0:
             return
+        want = self._pending_records() + answered
         loop = asyncio.get_running_loop()
-        self._awaited, self._gathered = awaited, loop.create_future()
+        self._want, self._gathered = want, loop.create_future()
         timer = loop.call_later(self.linger, _resolve, self._gathered)
         try:
             await self._gathered
         finally:
             timer.cancel()
-            self._awaited, self._gathered = set(), None
+            self._gathered = None
 
     def _commit_sync(self, group: list[_Batch]) -> None:
         """One transaction for every batch of `group` whose shard may write; sets each batch's
@@ -433,14 +455,27 @@ class ShardWriter:
     def start(self) -> None:
         self.process.start_shard(self)
 
+    @property
+    def gathers(self) -> bool:
+        return self.process.gathers
+
     async def append(
-        self, replicated: Sequence[Sealed], local: Sequence[Sealed], deadline: float | None = None
+        self,
+        replicated: Sequence[Sealed],
+        local: Sequence[Sealed],
+        deadline: float | None = None,
+        seal: Callable[[], None] | None = None,
     ) -> None:
         if not replicated and not local:
+            if seal is not None:
+                seal()
             return
         if deadline is None:
             deadline = time.monotonic() + self.process.timeout_s
-        await self.process.append(self, replicated, local, deadline)
+        await self.process.append(self, replicated, local, deadline, seal)
+
+    def grew(self) -> None:
+        self.process.grew()
 
     async def recover(self, superseded: Callable[[], str | None]) -> None:
         await self.process.recover(self, superseded)

@@ -29,18 +29,29 @@ class MemoryWriter:
         """Every batch appended: its replicated and local records (`streams.ops.codec.decode`
         reads them back)."""
 
+    gathers = False
+
     def start(self) -> None:
         pass
 
     async def append(
-        self, replicated: Sequence[Sealed], local: Sequence[Sealed], deadline: float | None = None
+        self,
+        replicated: Sequence[Sealed],
+        local: Sequence[Sealed],
+        deadline: float | None = None,
+        seal: Callable[[], None] | None = None,
     ) -> None:
+        if seal is not None:
+            seal()
         if self.gate is not None:
             await self.gate.wait()
         if self.fail_next > 0:
             self.fail_next -= 1
             raise WriterError("the op log did not acknowledge the write: injected fault")
         self.appends.append((list(replicated), list(local)))
+
+    def grew(self) -> None:
+        pass
 
     async def recover(self, superseded: Callable[[], str | None]) -> None:
         pass

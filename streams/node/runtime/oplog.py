@@ -83,14 +83,36 @@ class Writer(Protocol):
     next_offsets: dict[str, int]
     """Per own topic: one past the last record a committed append wrote."""
 
+    @property
+    def gathers(self) -> bool:
+        """The writer's transactions gather the batches of several shards (one producer per node
+        process, `streams.node.kafka.process_writer`): it holds each transaction for the writers the
+        last one answered over all its shards, so the shard's write path does not linger itself, and
+        a batch handed to `append` stays open until the writer calls its `seal`."""
+        ...
+
     def start(self) -> None: ...
 
     async def append(
-        self, replicated: Sequence[Sealed], local: Sequence[Sealed], deadline: float | None = None
+        self,
+        replicated: Sequence[Sealed],
+        local: Sequence[Sealed],
+        deadline: float | None = None,
+        seal: Callable[[], None] | None = None,
     ) -> None:
         """Append one batch (encoded ops for the replicated and the local log) in one
         transaction, committed by `deadline` (time.monotonic()); raises
-        `streams.node.kafka.writer.WriterError` when it did not commit."""
+        `streams.node.kafka.writer.WriterError` when it did not commit.
+
+        `seal`: called, in the event loop, when the transaction that carries the batch begins.
+        Until then the caller may still extend `replicated` and `local` (the same lists): ops
+        that arrive while the batch waits for a transaction join it rather than the next one.
+        A writer that begins at once calls it at once."""
+        ...
+
+    def grew(self) -> None:
+        """A batch handed to `append` and not yet sealed took more ops (a gathering writer
+        checks whether its transaction has waited long enough)."""
         ...
 
     async def recover(self, superseded: Callable[[], str | None]) -> None:

@@ -30,6 +30,11 @@ A write is answered within `write_timeout` (`--write-timeout`) of its arrival: a
 commit by the deadline of its oldest write, which is the commit's timeout. Once one failed, the
 write path is `down`: every batch is failed at once, without asking the broker, until the shard
 re-read its log and renewed its writer (`up`), so no later client waits out the timeout again.
+
+A writer shared by several shards (`Writer.gathers`: one transaction per node process) takes the
+open batch when its next transaction begins, not when the shard hands it in: the batch stays
+open, taking ops, while it waits for the transaction of the process's other shards in flight,
+until the writer seals it.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from streams.crdt import ops
 from streams.errors import CommandError
@@ -104,6 +110,9 @@ class WritePath:
         self.in_flight_since: float | None = None
         """time.monotonic() when the batch in flight was sent (None: none is)."""
         self._open: WriteBatch | None = None
+        self._handed: WriteBatch | None = None
+        """The open batch once handed to a gathering writer (`Writer.gathers`), until it seals it:
+        ops still join it, and the writer hears of them (`Writer.grew`)."""
         self._in_flight: WriteBatch | None = None
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -159,6 +168,8 @@ class WritePath:
         batch.records.extend(issued.records)
         batch.local_records.extend(issued.local_records)
         self._ready.set()
+        if batch is self._handed:
+            self.writer.grew()
         grown = self._grown
         if grown is not None and len(batch) >= self._want and not grown.done():
             grown.set_result(None)
@@ -200,9 +211,10 @@ class WritePath:
         the broker milliseconds of CPU) for the same writes. Waiting until the open batch holds
         what it held when the commit came plus as many ops as that commit answered (its writers
         have come back), or the linger is over, merges the halves. A lone client is never held:
-        its next write alone reaches the mark. 0 turns it off."""
+        its next write alone reaches the mark. 0 turns it off; a gathering writer holds its
+        transactions over all its shards instead (`Writer.gathers`)."""
         batch, want, self._mark = self._open, self._mark, 0
-        if self.linger <= 0 or batch is None or len(batch) >= want:
+        if self.linger <= 0 or self.writer.gathers or batch is None or len(batch) >= want:
             return
         loop = asyncio.get_running_loop()
         self._want, self._grown = want, loop.create_future()
@@ -218,23 +230,33 @@ class WritePath:
             await self._ready.wait()
             await self._linger()
             self._ready.clear()
-            batch, self._open = self._open, None
+            batch = self._open
             if batch is None or not batch:
+                self._open = None
                 continue
-            self._in_flight = batch
             self.in_flight_since = time.monotonic()
             started = time.perf_counter()
             if self.down is not None:
+                self._seal(batch)
                 self._fail(batch, WriterError(self.down), fast=True)
                 continue
+            if self.writer.gathers:
+                self._handed = batch  # open until the writer's transaction begins
+            else:
+                self._seal(batch)
             try:
-                await self.writer.append(batch.records, batch.local_records, batch.deadline)
+                await self.writer.append(
+                    batch.records, batch.local_records, batch.deadline, partial(self._seal, batch)
+                )
             except WriterError as exc:
                 self._fail(batch, exc)
                 continue
             except Exception as exc:  # a bug in encoding, say: fail the batch, never hang it
                 log.exception("appending a batch of %d ops failed", len(batch))
                 self._fail(batch, WriterError(f"internal error while appending: {exc}"))
+                continue
+            if self._unsealed(batch):  # ops that joined it were never written: re-read the log
+                self._fail(batch, WriterError("internal error: the writer did not seal a batch"))
                 continue
             self._in_flight = self.in_flight_since = None
             self.batches += 1
@@ -244,6 +266,18 @@ class WritePath:
             self._on_committed(batch)
             if self.observe is not None:
                 self.observe(time.perf_counter() - started, len(batch))
+
+    def _unsealed(self, batch: WriteBatch) -> bool:
+        """A method for the reason `_open_ops` gives (mypy's narrowing across an await)."""
+        return self._handed is batch
+
+    def _seal(self, batch: WriteBatch) -> None:
+        """`batch` takes no more ops: the next ones open a new batch."""
+        if self._open is batch:
+            self._open = None
+        if self._handed is batch:
+            self._handed = None
+        self._in_flight = batch
 
     def up(self) -> None:
         """The shard recovered (its log re-read, its writer renewed): commit batches again."""
@@ -260,6 +294,7 @@ class WritePath:
                 f"the op log did not confirm a write ({exc}); writes are refused until the node "
                 "has re-read its log (reads go on)"
             )
+        self._seal(batch)  # a writer that failed it before its transaction began
         self._in_flight = self.in_flight_since = None
         doomed = [batch] + ([self._open] if self._open is not None else [])
         self._open = None
