@@ -244,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         help="when a commit answers writers while others' writes already wait, hold the next "
         "batch up to MS milliseconds for the answered writers' next writes, so that many "
         "clients sending one request at a time share transactions instead of alternating "
-        "between two; a lone client is never held; 0 turns it off (default: "
+        "between two (a process of several shards holds its shared transaction, counting "
+        "over all its shards); a lone client is never held; 0 turns it off (default: "
         f"{DEFAULT_COMMIT_LINGER_S * 1000:g}, or ${COMMIT_LINGER_ENV})",
     )
     parser.add_argument(
