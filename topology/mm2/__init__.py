@@ -59,10 +59,6 @@ def _shards(topology: Topology) -> str:
 MM2_TRANSACTION_TIMEOUT_MS = 10_000
 """How long a dead MirrorMaker's open transaction holds read_committed readers of the target."""
 
-MM2_FETCH_WAIT_MS = 5_000
-"""How long MirrorMaker 2's consumers let a broker hold a fetch that finds nothing (its answer
-comes as soon as there is data): fewer idle fetches, not later copies."""
-
 
 def _security_lines(topology: Topology) -> list[str]:
     """Each cluster's `[region.kafka]` as Java properties (`topology.mm2.security`), with the
@@ -187,20 +183,6 @@ def render(topology: Topology, naming: str | None = None) -> str:
         lines.append(f"{alias}.metadata.recovery.strategy = none")
         for client in ("admin", "consumer", "producer"):
             lines.append(f"{alias}.{client}.metadata.recovery.strategy = none")
-    lines += [
-        "",
-        "# Idle fetches: a Kafka fetch returns as soon as data arrives, and waits at most",
-        "# fetch.max.wait.ms (500 ms by default) when none does. Every flow's worker reads three",
-        "# internal topics on its target and its task reads the op logs of its source, so an",
-        "# idle topology of three regions sent each broker ~14 fetches a second that found",
-        "# nothing: with 5 s, an idle three-region topology took 20 % of a core instead of 33 %",
-        "# (brokers 7.7 -> 4.5 % each, MirrorMaker 8.1 -> 4.0 %), with the same replication",
-        "# latency (measured). Worker-level for the internal topics' readers, .consumer. for the",
-        "# tasks'.",
-    ]
-    for alias in aliases:
-        lines.append(f"{alias}.fetch.max.wait.ms = {MM2_FETCH_WAIT_MS}")
-        lines.append(f"{alias}.consumer.fetch.max.wait.ms = {MM2_FETCH_WAIT_MS}")
     lines += [
         "",
         "# The copies are written compressed as the op logs are ([topology] compression):",
