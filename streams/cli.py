@@ -333,7 +333,8 @@ def _main(argv: list[str] | None) -> int:
         metavar="S",
         help="shards of the database (default 1, at most 1024): a key's hash slot (CRC16 mod "
         "16384, as Redis Cluster) falls in one shard's slot range, and shard s is partition s "
-        "of every op-log topic, its own replicated state and its own writer; more shards put "
+        "of every op-log topic and its own replicated state; a node process commits its "
+        "shards' writes in one transaction at a time, so shards spread over more --nodes put "
         "more write transactions in flight. Fixed once the topics exist",
     )
     up.add_argument(
