@@ -90,41 +90,38 @@ class Shards:
                 handle.close()
 
 
-def test_a_batch_handed_in_during_a_transaction_takes_ops_until_its_own_begins() -> None:
+def behind_a_slow_transaction(
+    first: tuple[int, str], *steps: list[tuple[int, str]]
+) -> list[dict[int, list[object]]]:
+    """The transactions when shard `first[0]` writes `first[1]` while the broker is slow (its
+    transaction held at the gate), then, 50 ms apart, each step's writes (shard, name) start;
+    50 ms after the last step the gate opens."""
     shards = Shards(0.0)
     writer = shards.writer
 
     async def scenario() -> None:
         writer.gate.clear()
-        first = asyncio.ensure_future(shards.write(0, "a"))
-        await asyncio.sleep(0.05)  # shard 0's transaction is in flight, held at the gate
-        later = [asyncio.ensure_future(shards.write(1, "b"))]
-        await asyncio.sleep(0.05)  # shard 1 handed its batch in: it waits for the transaction
-        later.append(asyncio.ensure_future(shards.write(1, "c")))  # joins the handed batch
-        later.append(asyncio.ensure_future(shards.write(0, "d")))
-        await asyncio.sleep(0.05)
+        started = [asyncio.ensure_future(shards.write(*first))]
+        await asyncio.sleep(0.05)  # the first transaction is in flight, held at the gate
+        for step in steps:
+            started += [asyncio.ensure_future(shards.write(*write)) for write in step]
+            await asyncio.sleep(0.05)
         writer.gate.set()
-        await asyncio.gather(first, *later)
+        await asyncio.gather(*started)
 
     shards.run(scenario())
-    assert writer.groups == [{0: ["a"]}, {0: ["d"], 1: ["b", "c"]}]
+    return writer.groups
+
+
+def test_a_batch_handed_in_during_a_transaction_takes_ops_until_its_own_begins() -> None:
+    # shard 1 hands "b" in (it waits for the transaction), then "c" joins the handed batch
+    groups = behind_a_slow_transaction((0, "a"), [(1, "b")], [(1, "c"), (0, "d")])
+    assert groups == [{0: ["a"]}, {0: ["d"], 1: ["b", "c"]}]
 
 
 def test_ops_after_the_transaction_began_go_to_the_next_batch() -> None:
-    shards = Shards(0.0)
-    writer = shards.writer
-
-    async def scenario() -> None:
-        writer.gate.clear()
-        first = asyncio.ensure_future(shards.write(1, "a"))
-        await asyncio.sleep(0.05)  # sealed: its transaction began
-        second = asyncio.ensure_future(shards.write(1, "b"))
-        await asyncio.sleep(0.05)
-        writer.gate.set()
-        await asyncio.gather(first, second)
-
-    shards.run(scenario())
-    assert writer.groups == [{1: ["a"]}, {1: ["b"]}]
+    groups = behind_a_slow_transaction((1, "a"), [(1, "b")])  # "a" sealed: its transaction began
+    assert groups == [{1: ["a"]}, {1: ["b"]}]
 
 
 def answered_writers_coming_back(linger: float) -> tuple[list[dict[int, list[object]]], float]:
