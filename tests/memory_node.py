@@ -26,13 +26,27 @@ ONE_REGION = Topology(
 """One region `r1` whose Kafka is never dialled (the log is in memory)."""
 
 LOOPS: dict[int, asyncio.AbstractEventLoop] = {}
+STARTED: list[RegionNode] = []
+"""The nodes `serving` started and `stop_all` has not stopped yet."""
 
 
 def serving(node: RegionNode) -> RegionNode:
     """`node`, started (nothing to catch up with) on an event loop of its own."""
     loop = LOOPS[id(node)] = asyncio.new_event_loop()
     loop.run_until_complete(node.start(serve_resp=False))
+    STARTED.append(node)
     return node
+
+
+def stop_all() -> None:
+    """Stop every node `serving` started and close its loop (a test's teardown). A node left
+    running keeps its commit and housekeeping tasks pending on a loop nobody drives again, and
+    asyncio reports each ("Task was destroyed but it is pending!") when it is collected."""
+    while STARTED:
+        node = STARTED.pop()
+        loop = LOOPS.pop(id(node))
+        loop.run_until_complete(asyncio.wait_for(node.stop(), 10))
+        loop.close()
 
 
 def memory_node(

@@ -11,7 +11,7 @@ from typing import TypeVar
 import hiredis
 import pytest
 from differential.redis_server import RedisServer, require_redis_server
-from memory_node import answer, run, serving
+from memory_node import answer, run, serving, stop_all
 from support import RawClient
 
 import streams
@@ -38,6 +38,13 @@ TOPOLOGY = Topology(
     ),
     mirror_naming="identity",
 )
+
+
+@pytest.fixture(autouse=True)
+def _nodes_stopped() -> Iterator[None]:
+    """Every node a test started is stopped after it (`memory_node.stop_all`)."""
+    yield
+    stop_all()
 
 
 def make_node(requirepass: str | None = None, users: list[str] | None = None) -> RegionNode:

@@ -8,10 +8,11 @@ import socket
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
 
+import pytest
+from memory_node import run, serving, stop_all
 from prometheus_client import start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -32,8 +33,6 @@ TOPOLOGY = Topology(
     ),
     mirror_naming="identity",
 )
-LOOPS: dict[int, asyncio.AbstractEventLoop] = {}
-T = TypeVar("T")
 
 FAMILIES = {
     "streams_replication_lag_ops": "gauge",
@@ -52,17 +51,17 @@ FAMILIES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _nodes_stopped() -> Iterator[None]:
+    """Every node a test started is stopped after it (`memory_node.stop_all`)."""
+    yield
+    stop_all()
+
+
 def node_of(region: str, clock: Callable[[], float]) -> RegionNode:
     """A node on an in-memory op log with an event loop of its own (run only while a test
     drives it), nothing to catch up with."""
-    node = RegionNode(NodeOptions(TOPOLOGY, region, clock=clock), log=MemoryLog(region))
-    loop = LOOPS[id(node)] = asyncio.new_event_loop()
-    loop.run_until_complete(node.start(serve_resp=False))
-    return node
-
-
-def run(node: RegionNode, coro: Coroutine[Any, Any, T]) -> T:
-    return LOOPS[id(node)].run_until_complete(coro)
+    return serving(RegionNode(NodeOptions(TOPOLOGY, region, clock=clock), log=MemoryLog(region)))
 
 
 class Client:

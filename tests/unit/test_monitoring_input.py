@@ -6,7 +6,9 @@ everything, so the replies are built from real entries."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +24,15 @@ LOOP = asyncio.new_event_loop()
 NODE = RegionNode(NodeOptions(TOPOLOGY, "r1"), log=MemoryLog())
 LOOP.run_until_complete(NODE.start(serve_resp=False))
 SESSION = Session(1)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _node_stopped() -> Iterator[None]:
+    """The module's node is stopped, and its loop closed, after the module's tests: a node left
+    running keeps tasks pending on a loop nobody drives again ("Task was destroyed")."""
+    yield
+    LOOP.run_until_complete(asyncio.wait_for(NODE.stop(), 10))
+    LOOP.close()
 
 
 def call(*args: bytes) -> Reply:

@@ -34,6 +34,13 @@ def _node(loop: asyncio.AbstractEventLoop, limit: int) -> tuple[RegionNode, Memo
     return node, log
 
 
+def _close(loop: asyncio.AbstractEventLoop, *nodes: RegionNode) -> None:
+    """Stop the nodes (their commit and housekeeping tasks end), then close their loop."""
+    for node in nodes:
+        loop.run_until_complete(asyncio.wait_for(node.stop(), 10))
+    loop.close()
+
+
 def _keys_appended(log: MemoryLog) -> list[list[bytes]]:
     """Per batch appended, the keys of its replicated ops."""
     out = []
@@ -79,7 +86,7 @@ def test_the_oversized_write_alone_is_refused_and_the_others_commit_in_the_same_
     assert "at most 20000 (max.message.bytes)" in text
     assert _keys_appended(log) == [[b"s", b"s"]]  # one batch, without it
     assert loop.run_until_complete(answer(node, big, [b"XLEN", b"s"])) == 2
-    loop.close()
+    _close(loop, node, control)
 
 
 def test_a_value_under_the_limit_whose_record_is_over_it_is_refused_once_encoded() -> None:
@@ -96,7 +103,7 @@ def test_a_value_under_the_limit_whose_record_is_over_it_is_refused_once_encoded
     )
     assert fits == b"1000-1"
     assert _keys_appended(log) == [[b"s"]]
-    loop.close()
+    _close(loop, node)
 
 
 def test_a_70mb_value_is_refused_against_the_default_limit_before_it_is_encoded() -> None:
@@ -111,7 +118,7 @@ def test_a_70mb_value_is_refused_against_the_default_limit_before_it_is_encoded(
     text = _refused(reply)
     assert f"at least {70 * 1024 * 1024 + 2}" in text and str(MAX_RECORD_BYTES) in text
     assert _keys_appended(log) == []
-    loop.close()
+    _close(loop, node)
 
 
 def test_a_value_longer_than_the_log_takes_is_dropped_unread_and_refused_over_a_socket() -> None:
