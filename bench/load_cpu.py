@@ -23,22 +23,21 @@ import re
 import subprocess
 import time
 
+from bench.pipeline import tree_processes
 from topology.local import LocalTopology
 
-TICK = os.sysconf("SC_CLK_TCK")
 
-
-def _label(pid: str) -> str | None:
+def _label(pid: int, name: str) -> str | None:
     """What a process of the topology is, by its command line; None for anything else."""
-    if int(pid) == os.getpid():
+    if pid == os.getpid():
         return "this process"  # the embedded mirror's threads (the light stack)
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fp:
             cmd = fp.read().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return None
-    if "kafka.Kafka" in cmd or "tansu" in cmd:
-        region = re.search(r"streams-(?:kafka|tansu)-(r\d+)|/(r\d+)/", cmd)
+    if "kafka.Kafka" in cmd or "tansu" in name:
+        region = re.search(r"streams-kafka-(r\d+)|/(r\d+)/", cmd)
         return f"broker {next(g for g in region.groups() if g) if region else pid}"
     if "MirrorMaker" in cmd:
         return f"mirrormaker {pid}"
@@ -48,29 +47,31 @@ def _label(pid: str) -> str | None:
     return None
 
 
-def _ticks(stat_path: str) -> float:
-    with open(stat_path) as fp:
-        fields = fp.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+def _thread_seconds(pid: int) -> dict[str, float]:
+    """CPU seconds of `pid`'s threads by name, digits folded (a pool's threads summed)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    threads: dict[str, float] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/comm") as fp:
+            name = re.sub(r"\d+", "#", fp.read().strip())
+        with open(f"/proc/{pid}/task/{tid}/stat") as fp:
+            fields = fp.read().rsplit(")", 1)[1].split()
+        threads[name] = threads.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return threads
 
 
-def snapshot() -> dict[str, tuple[str, float, dict[str, float]]]:
-    """Per pid: its label, its CPU seconds, and its threads' CPU seconds by folded name."""
-    seen: dict[str, tuple[str, float, dict[str, float]]] = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        label = _label(pid)
+def snapshot() -> dict[int, tuple[str, float, dict[str, float]]]:
+    """Per process of this topology (this process and its descendants): its label, its CPU
+    seconds, and its threads' CPU seconds by name."""
+    seen: dict[int, tuple[str, float, dict[str, float]]] = {}
+    for pid, (name, cpu) in tree_processes(os.getpid()).items():
+        label = _label(pid, name)
         if label is None:
             continue
-        threads: dict[str, float] = {}
         try:
-            total = _ticks(f"/proc/{pid}/stat")
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{tid}/comm") as fp:
-                    name = re.sub(r"\d+", "#", fp.read().strip())
-                threads[name] = threads.get(name, 0.0) + _ticks(f"/proc/{pid}/task/{tid}/stat")
+            seen[pid] = (label, cpu, _thread_seconds(pid))
         except OSError:
             continue  # gone meanwhile
-        seen[pid] = (label, total, threads)
     return seen
 
 
