@@ -13,6 +13,9 @@ API (pure; no Kafka):
 - `read_snapshot(fp) -> (region, positions, meta)`: the inverse (`reading`). Raises
   `SnapshotError` for an unreadable, truncated, reordered or self-inconsistent file: never a
   partial or wrong state.
+- `read_snapshot_unchecked(fp) -> (region, positions, meta, digest)`: all of that but the last
+  check, the loaded state's digest against the trailer's, left to the caller (a node booting
+  from its store makes it after it serves, `streams.node.runtime.digest_check`).
 
 Layout (`schemas/snapshot_v2.avsc`, container metadata `streams.snapshot.format_version` = "2",
 deflate-compressed Avro blocks):
@@ -56,9 +59,17 @@ from streams.snapshot.format import (
     SnapshotError,
     write_snapshot,
 )
-from streams.snapshot.reading import SnapshotHeader, read_header, read_shard, read_snapshot
+from streams.snapshot.reading import (
+    DIGEST_MISMATCH,
+    SnapshotHeader,
+    read_header,
+    read_shard,
+    read_snapshot,
+    read_snapshot_unchecked,
+)
 
 __all__ = [
+    "DIGEST_MISMATCH",
     "SnapshotHeader",
     "read_header",
     "FORMAT_VERSION",
@@ -68,5 +79,6 @@ __all__ = [
     "SnapshotError",
     "read_shard",
     "read_snapshot",
+    "read_snapshot_unchecked",
     "write_snapshot",
 ]

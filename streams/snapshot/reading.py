@@ -61,6 +61,22 @@ where it describes records the file does not hold)."""
 def read_snapshot(fp: BinaryIO | IO[bytes]) -> tuple[Region, Positions, dict[str, str]]:
     """Read a snapshot; returns (region, positions, meta). Raises SnapshotError on anything
     unreadable, truncated, out of order or inconsistent with its own counts and digest."""
+    region, positions, meta, digest = read_snapshot_unchecked(fp)
+    if digest is not None and region.state.digest() != digest:
+        raise SnapshotError(DIGEST_MISMATCH)
+    return region, positions, meta
+
+
+DIGEST_MISMATCH = "snapshot state does not match its recorded digest"
+
+
+def read_snapshot_unchecked(
+    fp: BinaryIO | IO[bytes],
+) -> tuple[Region, Positions, dict[str, str], str | None]:
+    """`read_snapshot` without its last check: returns (region, positions, meta, the trailer's
+    digest, None when the writer recorded none) for the caller to compare with
+    `region.state.digest()` later. Every other check is made: a node booting from its store
+    checks the digest after it serves (`streams.node.runtime.digest_check` says why)."""
     try:
         reader = fastavro.reader(fp, return_record_name=True)
     except Exception as exc:  # fastavro raises ValueError, EOFError, ... on a bad header
@@ -373,11 +389,9 @@ class _Builder:
         self.digest = b["digest"]
         self.done = True
 
-    def result(self) -> tuple[Region, Positions, dict[str, str]]:
+    def result(self) -> tuple[Region, Positions, dict[str, str], str | None]:
         if self.region is None:
             raise SnapshotError("empty or truncated snapshot: no header")
         if not self.done:
             raise SnapshotError(f"truncated snapshot: no trailer after {self.count} records")
-        if self.digest is not None and self.region.state.digest() != self.digest:
-            raise SnapshotError("snapshot state does not match its recorded digest")
-        return self.region, self.positions, self.meta
+        return self.region, self.positions, self.meta, self.digest

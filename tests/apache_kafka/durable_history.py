@@ -68,6 +68,21 @@ def observe(topo: LocalTopology) -> dict[int, object]:
     return seen
 
 
+def snapshots_checked(topo: LocalTopology, timeout: float = 60.0) -> dict[int, bytes]:
+    """Wait until no region's snapshot digest check is pending (each node boots from its
+    snapshot and checks the digest after it serves, `streams.node.runtime.digest_check`);
+    returns how each one ended (CRDT.INFO `snapshot_digest_check`)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        checks = {}
+        for i in topo.ports:
+            flat = topo.client(i).execute_command("CRDT.INFO")
+            checks[i] = dict(zip(flat[::2], flat[1::2], strict=True))[b"snapshot_digest_check"]
+        if b"pending" not in checks.values() or time.monotonic() > deadline:
+            return checks
+        time.sleep(0.2)
+
+
 def topology(data: Path, regions: int) -> LocalTopology:
     return LocalTopology(
         regions=regions, manual_sync=False, data_dir=data, broker="kafka", mirror="mm2"
@@ -95,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         assert observe(topo) == before
+        assert set(snapshots_checked(topo).values()) == {b"matched"}
         topo.crash()
     print("every process SIGKILLed", flush=True)
     with topology(data, args.regions) as topo:
@@ -104,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         assert observe(topo) == before
+        assert set(snapshots_checked(topo).values()) == {b"matched"}
     print("the same digests, lengths, groups and pending entries each time", flush=True)
     return 0
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from apache_kafka.conftest import assert_mirrormaker_never_rebootstrapped, require_kafka
-from apache_kafka.durable_history import observe, topology, write_history
+from apache_kafka.durable_history import observe, snapshots_checked, topology, write_history
 
 TOTAL = 100_000
 
@@ -28,12 +28,15 @@ def test_the_durable_default_restarts_with_everything_after_a_clean_stop_and_aft
     with topology(tmp_path, 2) as topo:
         print(f"\nclean restart: nodes serving after {topo.timings['nodes']:.1f} s")
         assert observe(topo) == before
+        # each node served its snapshot before checking its digest; checked, it matched
+        assert set(snapshots_checked(topo).values()) == {b"matched"}
         assert topo.bootstrap == addresses
         assert_mirrormaker_never_rebootstrapped(topo)
         topo.crash()
     with topology(tmp_path, 2) as topo:
         print(f"after SIGKILL of every process: nodes serving after {topo.timings['nodes']:.1f} s")
         assert observe(topo) == before
+        assert set(snapshots_checked(topo).values()) == {b"matched"}
         assert topo.bootstrap == addresses
         topo.client(1).xadd(b"after", {b"f": b"v"})  # and it takes writes again
         topo.sync(timeout=60)

@@ -11,7 +11,7 @@ snapshots in partition s of `r.snapshot` (`streams.node.kafka.snapshots`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from streams.kafka.gate import RecordGate
 from streams.kafka.sizes import MAX_RECORD_BYTES, PRODUCER_BATCH_BYTES, TOPIC_MAX_MESSAGE_BYTES
@@ -65,7 +65,9 @@ class KafkaSnapshots:
     def cluster_id(self) -> str | None:
         return self._cluster()
 
-    def load_newest(self) -> Snapshot | None:
+    def load_newest(
+        self, *, skip: Collection[str] = (), check_digest: bool = True
+    ) -> Snapshot | None:
         return snapshots.load_newest(
             self.bootstrap,
             self.topic,
@@ -73,6 +75,8 @@ class KafkaSnapshots:
             partition=self.partition,
             retention=self.retention,
             cluster_id=self.cluster_id,
+            skip=skip,
+            check_digest=check_digest,
         )
 
     def publish(self, snapshot_id: str, data: bytes) -> None:

@@ -23,7 +23,9 @@ snapshot, and compaction by key would keep one chunk per snapshot. A broker with
 
 Finding one (`load_newest`): read the topic, keep the newest two complete snapshots, try the newest:
 an unreadable one (`SnapshotError`, a digest mismatch, another region's) is reported and the
-previous one is tried, then a full replay: never a wrong state.
+previous one is tried, then a full replay: never a wrong state. A booting node asks for the
+digest unchecked (`check_digest=False`) and checks it after it serves; one that failed that check
+is passed in `skip` when the node re-reads (`streams.node.runtime.digest_check` says why).
 """
 
 from __future__ import annotations
@@ -31,15 +33,16 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
+from collections.abc import Collection
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from streams.crdt.region import Region
 from streams.kafka import clusters, security
 from streams.kafka.snapshot_chunks import H_CHUNK, H_CHUNKS, H_ID, H_SHA, KEEP, read_complete
-from streams.snapshot import Positions, SnapshotError, read_snapshot
+from streams.node.runtime.oplog import Snapshot
+from streams.snapshot import SnapshotError, read_snapshot, read_snapshot_unchecked
 
 __all__ = [
     "CHUNK_BYTES",
@@ -185,20 +188,32 @@ def load_newest(
     partition: int = 0,
     retention: Retention | None = None,
     cluster_id: str | None = None,
-) -> tuple[str, Region, Positions] | None:
+    skip: Collection[str] = (),
+    check_digest: bool = True,
+) -> Snapshot | None:
     """The newest snapshot in a partition of the topic that reads back whole, falling back to
-    older ones. Its positions are for cluster `cluster_id` (this one): a snapshot that says it
-    was taken on another cluster (the topic was copied, the cluster rebuilt under a new id) is
-    translated by seq (`streams.kafka.clusters`: no positions, every log read from its start,
-    the ops its state covers dropped)."""
+    older ones, never one in `skip`. Its positions are for cluster `cluster_id` (this one): a
+    snapshot that says it was taken on another cluster (the topic was copied, the cluster rebuilt
+    under a new id) is translated by seq (`streams.kafka.clusters`: no positions, every log read
+    from its start, the ops its state covers dropped). `check_digest=False`: every check but the
+    state's digest, which is returned unchecked (`Snapshot.unchecked_digest`)."""
     for snapshot_id, data in read_complete(
         bootstrap,
         topic,
         partition=partition,
         on_complete=None if retention is None else retention.note,
     ):
+        if snapshot_id in skip:
+            log.warning(
+                "snapshot %s in %s was refused before; trying an older one", snapshot_id, topic
+            )
+            continue
         try:
-            region, positions, meta = read_snapshot(io.BytesIO(data))
+            if check_digest:
+                region, positions, meta = read_snapshot(io.BytesIO(data))
+                digest = None
+            else:
+                region, positions, meta, digest = read_snapshot_unchecked(io.BytesIO(data))
         except SnapshotError as exc:
             log.error(
                 "snapshot %s in %s is unreadable (%s); trying an older one", snapshot_id, topic, exc
@@ -219,5 +234,5 @@ def load_newest(
             log.warning(
                 "%s", clusters.translated_note(f"snapshot {snapshot_id}", taken_on, cluster_id)
             )
-        return snapshot_id, region, positions
+        return Snapshot(snapshot_id, region, positions, digest)
     return None

@@ -89,6 +89,9 @@ class Report:
             "booted_from": single.loader.booted_from
             if single
             else "; ".join(sorted({s.loader.booted_from for s in shards})),
+            "snapshot_digest_check": single.loader.digest_check
+            if single
+            else " ".join(f"{s.index}:{s.loader.digest_check}" for s in shards),
             "snapshots_taken": sum(s.snapshotter.taken for s in shards),
             "tombstones_collected": sum(s.tombstones_collected for s in shards),
             "last_snapshot": single.snapshotter.last

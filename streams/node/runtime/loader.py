@@ -3,8 +3,11 @@
 Boot reads the snapshot file given (`--snapshot`), else the newest complete snapshot in the
 shard's snapshot store, else nothing (a full replay), and then folds every op log from the
 snapshot's positions to its end (the reader reports "caught up"; `streams.kafka.reading` says how
-that is decided); only then does the shard serve. A catch-up that does not finish within its timeout
-fails with the reader's account of every topic's position and end.
+that is decided); only then does the shard serve. A snapshot from the store serves before its
+state's digest is compared with the one it recorded: a child forked before the tails are applied
+checks it, and a mismatch refuses that snapshot and re-reads
+(`streams.node.runtime.digest_check`). A catch-up that does not finish within its timeout fails
+with the reader's account of every topic's position and end.
 
 A reload (after a write batch failed, `streams.node.runtime.writepath`, or a takeover) does the same
 into a fresh replica with a new reader, in the background: the shard goes on serving reads from
@@ -23,9 +26,10 @@ import time
 from collections.abc import Callable
 
 from streams.kafka import clusters
+from streams.node.runtime.digest_check import DigestCheck, PendingCheck, fork_check
 from streams.node.runtime.oplog import Batch, Reader, ReaderSpec, Snapshot, SnapshotStore
 from streams.node.runtime.replica import Replica
-from streams.snapshot import read_snapshot
+from streams.snapshot import DIGEST_MISMATCH, read_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +54,11 @@ class Loader:
         snapshots: SnapshotStore,
         snapshot_file: str | None = None,
         read_own: Callable[[], bool] = lambda: False,
+        on_refused: Callable[[str], None] = lambda why: None,
     ) -> None:
         """`read_own`: whether the reader must keep reading the region's own logs (this node was
-        fenced: another writer appends to them)."""
+        fenced: another writer appends to them). `on_refused(why)`: the snapshot the shard booted
+        from failed its deferred digest check: the shard must re-read (`reload`)."""
         self.name = name
         self.replica = replica
         self._new_reader = new_reader
@@ -70,6 +76,19 @@ class Loader:
         self._loop: asyncio.AbstractEventLoop | None = None
         self.reader: Reader | None = None
         """The current reader (made by each catch-up)."""
+        self.digest_check = "none"
+        """The state's digest against its snapshot's: "none" (no snapshot), "checked" (before
+        serving), "pending" (a child checks it, `digest_check`), "matched", "mismatch: re-read",
+        "not checked" (the checking child failed). CRDT.INFO `snapshot_digest_check`."""
+        self._on_refused = on_refused
+        self._refused: set[str] = set()
+        """Snapshots whose state did not match their digest: never booted from again."""
+        self._check_child = 0
+        self._check_id = ""
+        self._pending: PendingCheck | None = None
+        self.checked = asyncio.Event()
+        """Set once no digest check is pending (a snapshot may then be taken of the state)."""
+        self.checked.set()
 
     # --- boot and reload ------------------------------------------------------------------------
 
@@ -77,10 +96,17 @@ class Loader:
         """Read the snapshot and the logs to their end; raises `CatchUpTimeout` (with how far
         each topic got) or RuntimeError (reading stopped)."""
         self._loop = asyncio.get_running_loop()
-        booted = await self._loop.run_in_executor(None, self._read_snapshot)
-        self.reader = self._make_reader(self.replica, booted)
-        await self._catch_up(self.reader, self.replica, timeout)
+        self.checked.clear()
+        try:
+            booted = await self._loop.run_in_executor(None, self._read_snapshot, False)
+            self.reader = self._make_reader(self.replica, booted)
+            await self._catch_up(self.reader, self.replica, timeout)
+        except BaseException:
+            self._watch_check()  # reaped: the node does not start
+            await self.stop()
+            raise
         self.loading = None
+        self._watch_check()
 
     async def reload(self, why: str, switch: Callable[[Replica], None]) -> None:
         """Read the state from the log into a fresh replica (after a failed batch, a takeover)
@@ -88,6 +114,8 @@ class Loader:
         caller puts it in place) and stop the old reader."""
         self.reloading = why
         loop = asyncio.get_running_loop()
+        if self._pending is not None:  # moot: the re-read checks its snapshot before it serves
+            await loop.run_in_executor(None, self._pending.cancel)
         old = self.replica
         while True:
             fresh = Replica(old.region_id, old.mode, old.waiters)
@@ -120,6 +148,9 @@ class Loader:
         log.warning("%s: state re-read from the log and switched over", self.name)
 
     async def stop(self) -> None:
+        if self._pending is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._pending.cancel)
+            self._pending = None
         if self.reader is not None:
             await asyncio.get_running_loop().run_in_executor(None, self.reader.stop)
 
@@ -132,7 +163,7 @@ class Loader:
             replica.reset()
             start = None
         else:
-            _id, region, positions = booted
+            region, positions = booted.region, booted.positions
             if not positions:  # a seed, or translated by seq: every log from its first record
                 covered = region.vector
             replica.reset(region, positions)
@@ -153,14 +184,23 @@ class Loader:
         if self._loop is not None:
             self._loop.call_soon_threadsafe(log.error, "%s: reading stopped: %s", self.name, exc)
 
-    def _read_snapshot(self) -> Snapshot | None:
+    def _read_snapshot(self, check_digest: bool = True) -> Snapshot | None:
         """The state and positions to boot from: the snapshot file given, else the newest
-        complete snapshot in the store (older ones if it does not read back), else None."""
+        complete snapshot in the store (older ones if it does not read back), else None. With
+        `check_digest` False a snapshot from the store is served before its digest is checked:
+        a child forked here, before anything else holds the state, checks it (`_watch_check`)."""
+        self.digest_check = "none"
         if self.snapshot_file is None:
-            found = self.snapshots.load_newest()
+            found = self.snapshots.load_newest(skip=self._refused, check_digest=check_digest)
             if found is not None:
-                self.booted_from = f"snapshot {found[0]} from {self.snapshots.where}"
+                self.booted_from = f"snapshot {found.id} from {self.snapshots.where}"
+                self.digest_check = "checked"
+                if found.unchecked_digest is not None:
+                    self._check_child = fork_check(found.region, found.unchecked_digest)
+                    self._check_id = found.id
+                    self.digest_check = "pending"
             return found
+        self.digest_check = "checked"
         with open(self.snapshot_file, "rb") as fp:
             region, positions, meta = read_snapshot(fp)
         if region.id != self.replica.region_id:
@@ -179,7 +219,47 @@ class Loader:
             self.booted_from += f" (taken on cluster {taken_on}: every log read from its start)"
         elif origin is clusters.Origin.UNKNOWN and here and positions:
             log.warning("%s", clusters.unknown_warning(what, here))
-        return self.snapshot_file, region, positions
+        return Snapshot(self.snapshot_file, region, positions)
+
+    def _watch_check(self) -> None:
+        """Wait (on a thread) for the child checking the booted snapshot's digest, if any."""
+        pid, self._check_child = self._check_child, 0
+        if not pid:
+            self.checked.set()
+            return
+        loop = asyncio.get_running_loop()
+        snapshot_id = self._check_id
+
+        def done(outcome: DigestCheck) -> None:  # on the waiting thread
+            loop.call_soon_threadsafe(self._checked, snapshot_id, outcome)
+
+        self._pending = PendingCheck(pid, done)
+
+    def _checked(self, snapshot_id: str, outcome: DigestCheck) -> None:
+        self._pending = None
+        self.checked.set()
+        if outcome is DigestCheck.MATCH:
+            self.digest_check = "matched"
+            log.info("%s: snapshot %s matches its recorded digest", self.name, snapshot_id)
+        elif outcome is DigestCheck.MISMATCH:
+            self.digest_check = "mismatch: re-read"
+            self._refused.add(snapshot_id)
+            why = f"snapshot {snapshot_id}: {DIGEST_MISMATCH}"
+            log.error(
+                "%s: %s; it is refused and the state re-read (an older snapshot, else every log "
+                "from its start); the shard served its state until now",
+                self.name,
+                why,
+            )
+            self._on_refused(why)
+        elif outcome is DigestCheck.FAILED:
+            self.digest_check = "not checked"
+            log.warning(
+                "%s: the digest of snapshot %s could not be checked (the checking process "
+                "failed); the next start checks it again",
+                self.name,
+                snapshot_id,
+            )
 
     async def _catch_up(self, reader: Reader, replica: Replica, timeout: float) -> None:
         """Fold every log from the start (or from a snapshot's positions) to its end into

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from streams.kafka.sizes import MAX_RECORD_BYTES
 from streams.node.runtime.oplog import ReaderSpec, Snapshot, WriterError
@@ -89,7 +89,9 @@ class MemorySnapshots:
     def __init__(self) -> None:
         self.published: list[tuple[str, bytes]] = []
 
-    def load_newest(self) -> Snapshot | None:
+    def load_newest(
+        self, *, skip: Collection[str] = (), check_digest: bool = True
+    ) -> Snapshot | None:
         return None
 
     def publish(self, snapshot_id: str, data: bytes) -> None:

@@ -8,7 +8,7 @@ Kafka (`streams.node.kafka.kafka_log`). The protocols name exactly what the node
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -173,8 +173,15 @@ class ReaderSpec:
     missing: the reader stops, naming the log)."""
 
 
-Snapshot = tuple[str, Region, Positions]
-"""A stored snapshot: its id, the state, the log positions it covers."""
+class Snapshot(NamedTuple):
+    """A stored snapshot read back: its id, the state, the log positions it covers."""
+
+    id: str
+    region: Region
+    positions: Positions
+    unchecked_digest: str | None = None
+    """The digest its trailer recorded when the state was not yet compared with it (asked for
+    with `check_digest=False`; `streams.node.runtime.digest_check`), else None."""
 
 
 class SnapshotStore(Protocol):
@@ -187,7 +194,13 @@ class SnapshotStore(Protocol):
         snapshot names the cluster its positions were read from (`streams.kafka.clusters`)."""
         ...
 
-    def load_newest(self) -> Snapshot | None: ...
+    def load_newest(
+        self, *, skip: Collection[str] = (), check_digest: bool = True
+    ) -> Snapshot | None:
+        """The newest snapshot that reads back, older ones if it does not, never one whose id
+        is in `skip` (refused by a later digest check). `check_digest=False` leaves the state's
+        digest unchecked (`Snapshot.unchecked_digest`) for the caller to compare later."""
+        ...
 
     def publish(self, snapshot_id: str, data: bytes) -> None: ...
 

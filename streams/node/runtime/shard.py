@@ -115,6 +115,7 @@ class Shard:
             setup.log.snapshots(index),
             setup.snapshot_files.get(index),
             read_own=lambda: self.writer.fenced,
+            on_refused=self._refused_snapshot,
         )
         self.snapshotter = Snapshotter(
             self.name,
@@ -269,6 +270,17 @@ class Shard:
         if self.loader.reloading is None and self.loader.loading is None:
             self.loader.reloading = why
             self._tasks.spawn(self._reload(why))
+
+    def _refused_snapshot(self, why: str) -> None:
+        """The snapshot this shard booted from failed its deferred digest check: re-read the
+        state (the loader refuses that snapshot) unless a re-read is under way already."""
+        if self.loader.reloading is None:
+            self.loader.reloading = why
+            self._tasks.spawn(self._reread(why))
+
+    async def _reread(self, why: str) -> None:
+        await self.loader.reload(why, self._switch)
+        self.snapshotter.restart_schedule()
 
     async def _reload(self, why: str) -> None:
         """Recover the writer first, then re-read the log. In that order because the recovery

@@ -138,7 +138,9 @@ class Snapshotter:
         if self.writer.fenced or self.new_ops() < least:
             return
         try:
-            await asyncio.wait_for(self.take(), STOP_SNAPSHOT_TIMEOUT_S)
+            async with asyncio.timeout(STOP_SNAPSHOT_TIMEOUT_S):
+                await self.loader.checked.wait()  # a stop soon after the start: let it finish
+                await self.take()
         except TimeoutError:
             log.warning(
                 "%s: no snapshot at stop within %g s: the next start reads the tail",
@@ -147,12 +149,14 @@ class Snapshotter:
             )
 
     def _unsettled(self) -> bool:
-        """The shard loads, re-reads its log after a failed batch, or refuses writes: what it
-        holds now is not what a snapshot should keep."""
+        """The shard loads, re-reads its log after a failed batch, refuses writes, or its
+        snapshot's digest is still being checked: what it holds now is not what a snapshot
+        should keep (a wrong state would be stored under a digest of its own)."""
         loader = self.loader
         return (
             loader.loading is not None
             or loader.reloading is not None
+            or not loader.checked.is_set()
             or self.writepath.down is not None
         )
 
