@@ -148,6 +148,9 @@ class Admin:
             return LOADING
         taken: list[str] = []
         for shard in self.shards.shards:
+            # The state booted from a snapshot is stored again only once its digest checked
+            # (`streams.node.runtime.digest_check`: seconds after a start at most).
+            await shard.loader.checked.wait()
             snapshot_id = await shard.snapshotter.take()
             if snapshot_id is None:
                 return CommandError(
