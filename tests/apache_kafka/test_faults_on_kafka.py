@@ -122,7 +122,10 @@ def test_a_broker_killed_and_restarted_on_its_data_under_load_loses_and_doubles_
     )
     check_all(topo, shared.ledgers)
     print(f"  r2 PEL: {check_pel(topo.client(2), ledgers[1])}")
-    assert ledgers[1].errors, "the broker's death went unnoticed by r2's writer"
+    # The death shows in r2's writes either as refused ones (the broker was back after the
+    # write timeout, 10 s) or as writes held through it (back sooner: one CI run had the broker
+    # ready 6.5 s after its start and a write held 9.1 s, then acknowledged).
+    assert ledgers[1].errors or ledgers[1].slowest >= 2.0, "r2's writes never felt the death"
     assert_mirrormaker_never_rebootstrapped(topo)
 
 
