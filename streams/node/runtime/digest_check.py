@@ -11,10 +11,10 @@ regions starting at once on two cores the part that kept a restart above 10 s
 
 So a shard that boots from its snapshot store serves once the state and the tails are read, and
 the digest is checked by a forked child, on its copy-on-write image of the state exactly as it was
-read (the fork happens before any tail op touches it), at nice 19: it takes the CPU the start
-leaves. On a mismatch the loader logs an error, refuses that snapshot and re-reads the state in
-the background (`Loader.reload`: the previous snapshot, else every log from its start) and
-switches over; until then the shard served the snapshot's state, and it takes no snapshot of its
+read (the fork happens before any tail op touches it), under SCHED_IDLE: it takes only the CPU
+the start leaves. On a mismatch the loader logs an error, refuses that snapshot and re-reads the
+state in the background (`Loader.reload`: the previous snapshot, else every log from its start)
+and switches over; until then the shard served the snapshot's state, and it takes no snapshot of its
 own while the check is pending (a wrong state must not be stored under a digest of its own). A
 re-read and a `--snapshot FILE` boot check the digest before they serve, as before.
 """

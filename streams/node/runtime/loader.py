@@ -83,8 +83,8 @@ class Loader:
         self._on_refused = on_refused
         self._refused: set[str] = set()
         """Snapshots whose state did not match their digest: never booted from again."""
-        self._check_child = 0
-        self._check_id = ""
+        self._forked: tuple[str, int] | None = None
+        """(snapshot id, pid) of the checking child forked by `_read_snapshot`, until watched."""
         self._pending: PendingCheck | None = None
         self.checked = asyncio.Event()
         """Set once no digest check is pending (a snapshot may then be taken of the state)."""
@@ -196,8 +196,7 @@ class Loader:
                 self.booted_from = f"snapshot {found.id} from {self.snapshots.where}"
                 self.digest_check = "checked"
                 if found.unchecked_digest is not None:
-                    self._check_child = fork_check(found.region, found.unchecked_digest)
-                    self._check_id = found.id
+                    self._forked = (found.id, fork_check(found.region, found.unchecked_digest))
                     self.digest_check = "pending"
             return found
         self.digest_check = "checked"
@@ -223,12 +222,12 @@ class Loader:
 
     def _watch_check(self) -> None:
         """Wait (on a thread) for the child checking the booted snapshot's digest, if any."""
-        pid, self._check_child = self._check_child, 0
-        if not pid:
+        forked, self._forked = self._forked, None
+        if forked is None:
             self.checked.set()
             return
         loop = asyncio.get_running_loop()
-        snapshot_id = self._check_id
+        snapshot_id, pid = forked
 
         def done(outcome: DigestCheck) -> None:  # on the waiting thread
             loop.call_soon_threadsafe(self._checked, snapshot_id, outcome)
