@@ -61,6 +61,10 @@ from topology.replication import (
 __all__ = ["LocalTopology", "TopologyError"]
 
 
+KAFKA_CATCH_UP_WAIT_MS = 10
+"""The nodes' `--catch-up-wait-ms` on Apache Kafka (`streams.kafka.reading.Pacing`)."""
+
+
 class LocalTopology(NodeProcesses):
     def __init__(
         self,
@@ -153,6 +157,12 @@ class LocalTopology(NodeProcesses):
         self.port_base = port_base
         self.external = external
         self.node_args = list(node_args or [])
+        if broker == "kafka" and external is None and "--catch-up-wait-ms" not in self.node_args:
+            # Apache Kafka answers a fetch as soon as it has records, so the boot's catch-up
+            # need not wait Tansu's 100 ms for each empty fetch at a log's end: a node booting
+            # with nothing to read said "caught up: 0 records" after 0.6-0.8 s, 0.1-0.3 s
+            # with 10 (three regions restarted after 1,000,000 XADDs, 2026-12-02).
+            self.node_args += ["--catch-up-wait-ms", str(KAFKA_CATCH_UP_WAIT_MS)]
         self.username: str | None = None
         self.password = _option(self.node_args, "--requirepass")
         user = _option(self.node_args, "--user")

@@ -18,6 +18,7 @@ import sys
 
 from streams import eventloop
 from streams.config import Topology, format_shard_set, load, parse_shard_set
+from streams.kafka.reading import Pacing
 from streams.node import metrics
 from streams.node.kafka.presence import LiveWriterError
 from streams.node.node import (
@@ -70,6 +71,7 @@ async def _run(args: argparse.Namespace, auth: AuthConfig) -> int:
             takeover=args.takeover,
             write_timeout=args.write_timeout,
             commit_linger=args.commit_linger_ms / 1000,
+            catch_up_wait_ms=args.catch_up_wait_ms,
         )
         if args.metrics_port is not None:
             exporter = metrics.Exporter.listen(options.node_config().bind, args.metrics_port)
@@ -249,6 +251,17 @@ def main(argv: list[str] | None = None) -> int:
         f"{DEFAULT_COMMIT_LINGER_S * 1000:g}, or ${COMMIT_LINGER_ENV})",
     )
     parser.add_argument(
+        "--catch-up-wait-ms",
+        type=int,
+        default=None,
+        metavar="MS",
+        help="how long a fetch of the boot's catch-up may wait at the end of a log: the "
+        "catch-up ends with one such empty fetch per phase. Apache Kafka answers a fetch as "
+        "soon as it has records, so 10 suits it (what `streams up --broker kafka` passes); "
+        "Tansu needs the time to assemble a fetch of a long log (default: "
+        f"{Pacing().catch_up_ms}; a broker that runs out of time doubles it)",
+    )
+    parser.add_argument(
         "--bind", default=None, help="RESP bind address (default: the topology's, 127.0.0.1)"
     )
     parser.add_argument(
@@ -321,6 +334,8 @@ def main(argv: list[str] | None = None) -> int:
             args.commit_linger_ms = float(setting)
         except ValueError:
             parser.error(f"${COMMIT_LINGER_ENV} must be a number of milliseconds, got {setting!r}")
+    if args.catch_up_wait_ms is not None and not 1 <= args.catch_up_wait_ms <= 10_000:
+        parser.error(f"--catch-up-wait-ms must be within [1, 10000], got {args.catch_up_wait_ms}")
     if not 0 <= args.commit_linger_ms <= 1000:
         parser.error(f"--commit-linger-ms must be within [0, 1000], got {args.commit_linger_ms:g}")
     if not 0 < args.write_timeout <= 3600:

@@ -124,6 +124,9 @@ class NodeOptions:
     commit_linger: float = DEFAULT_COMMIT_LINGER_S
     """`--commit-linger-ms` in seconds: how long a batch waits for the writers the last commit
     answered (`streams.node.runtime.writepath.WritePath._linger`)."""
+    catch_up_wait_ms: int | None = None
+    """`--catch-up-wait-ms`: the boot catch-up's fetch wait (`streams.kafka.reading.Pacing`);
+    None: Pacing's default, which Tansu needs."""
     topology_path: str | None = None
     """The topology file, followed while the node runs (regions removed: `topology_watch`)."""
 
@@ -186,6 +189,7 @@ class RegionNode:
             # gives each shard its own, as before.
             owned=None if os.environ.get("STREAMS_WRITER_PER_SHARD") == "1" else node.shards,
             commit_linger=options.commit_linger,
+            catch_up_wait_ms=options.catch_up_wait_ms,
         )
         self.presence: Presence | None = None
         """Announcements and takeover watch (`streams.node.kafka.presence`); on Kafka only."""

@@ -14,6 +14,7 @@ import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
 
 from streams.kafka.gate import RecordGate
+from streams.kafka.reading import Pacing
 from streams.kafka.sizes import MAX_RECORD_BYTES, PRODUCER_BATCH_BYTES, TOPIC_MAX_MESSAGE_BYTES
 from streams.kafka.topics import (
     Replication,
@@ -106,6 +107,7 @@ class KafkaLog:
         snapshots_kept: int = snapshots.KEEP,
         owned: tuple[int, ...] | None = None,
         commit_linger: float = 0.0,
+        catch_up_wait_ms: int | None = None,
     ) -> None:
         """`regions`: every region of the topology, id -> name: records of any other origin,
         or in another region's op log, are refused (`streams.kafka.gate`). `replication`: of
@@ -113,7 +115,8 @@ class KafkaLog:
         the key its records are signed with (`streams.kafka.gate`). `owned`: the shards of this
         node process, which then share one transactional producer
         (`streams.node.kafka.process_writer`); `commit_linger`: how long its transactions wait
-        for the shards the last one answered (`ProcessWriter.linger`)."""
+        for the shards the last one answered (`ProcessWriter.linger`); `catch_up_wait_ms`: the
+        readers' fetch wait while they catch up (None: `Pacing`'s default)."""
         self.bootstrap = bootstrap
         self.replication = replication or Replication()
         self.record_limit = MAX_RECORD_BYTES
@@ -138,6 +141,8 @@ class KafkaLog:
         """Where the nodes announce themselves (`streams.node.kafka.presence`)."""
         self.owned = owned
         self.commit_linger = commit_linger
+        self.pacing = Pacing() if catch_up_wait_ms is None else Pacing(catch_up_ms=catch_up_wait_ms)
+        """The readers' fetch waits (`streams.kafka.reading`)."""
         self.process_writer: ProcessWriter | None = None
         """The producer the owned shards share (made with the first shard's writer)."""
         self.fence_first: tuple[str, ...] = ()
@@ -221,6 +226,7 @@ class KafkaLog:
             spec.on_error,
             start_offsets=spec.start_offsets,
             name=name if self.shards == 1 else f"{name}-s{shard}",
+            pacing=self.pacing,
             own_topics=frozenset()
             if spec.read_own
             else frozenset({self.oplog_topic, self.local_topic}),
