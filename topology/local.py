@@ -45,7 +45,7 @@ from streams.resp.tls import TlsOptions
 from topology import join
 from topology import regions as region_changes
 from topology.apache_kafka import client_tls_settings
-from topology.brokers import BROKERS, Broker, BrokerHost, make_broker, restartable
+from topology.brokers import BROKERS, NODE_ARGS, Broker, BrokerHost, make_broker, restartable
 from topology.certs import TlsFiles, make_tls_files
 from topology.datadir import DataDirLock, in_parallel
 from topology.mirror import MirrorSet
@@ -59,10 +59,6 @@ from topology.replication import (
 )
 
 __all__ = ["LocalTopology", "TopologyError"]
-
-
-KAFKA_CATCH_UP_WAIT_MS = 10
-"""The nodes' `--catch-up-wait-ms` on Apache Kafka (`streams.kafka.reading.Pacing`)."""
 
 
 class LocalTopology(NodeProcesses):
@@ -157,12 +153,8 @@ class LocalTopology(NodeProcesses):
         self.port_base = port_base
         self.external = external
         self.node_args = list(node_args or [])
-        if broker == "kafka" and external is None and "--catch-up-wait-ms" not in self.node_args:
-            # Apache Kafka answers a fetch as soon as it has records, so the boot's catch-up
-            # need not wait Tansu's 100 ms for each empty fetch at a log's end: a node booting
-            # with nothing to read said "caught up: 0 records" after 0.6-0.8 s, 0.1-0.3 s
-            # with 10 (three regions restarted after 1,000,000 XADDs, 2026-12-02).
-            self.node_args += ["--catch-up-wait-ms", str(KAFKA_CATCH_UP_WAIT_MS)]
+        if external is None and "--catch-up-wait-ms" not in self.node_args:
+            self.node_args += NODE_ARGS[broker]  # what its nodes want (topology.brokers)
         self.username: str | None = None
         self.password = _option(self.node_args, "--requirepass")
         user = _option(self.node_args, "--user")

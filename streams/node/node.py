@@ -119,14 +119,12 @@ class NodeOptions:
     takeover: bool = False
     """Start even when a live node writes these shards (`--takeover`): it is fenced."""
     write_timeout: float = DEFAULT_WRITE_TIMEOUT_S
-    """`--write-timeout`: a write is committed or refused within it
-    (`streams.node.runtime.writepath`)."""
+    """`--write-timeout`: a write is committed or refused within it (`runtime.writepath`)."""
     commit_linger: float = DEFAULT_COMMIT_LINGER_S
     """`--commit-linger-ms` in seconds: how long a batch waits for the writers the last commit
     answered (`streams.node.runtime.writepath.WritePath._linger`)."""
     catch_up_wait_ms: int | None = None
-    """`--catch-up-wait-ms`: the boot catch-up's fetch wait (`streams.kafka.reading.Pacing`);
-    None: Pacing's default, which Tansu needs."""
+    """`--catch-up-wait-ms`, the catch-up's fetch wait (`Pacing`; None: its default, Tansu's)."""
     topology_path: str | None = None
     """The topology file, followed while the node runs (regions removed: `topology_watch`)."""
 

@@ -14,7 +14,8 @@ from streams.kafka.reading import Pacing
 from streams.node.__main__ import main
 from streams.node.kafka.kafka_log import KafkaLog
 from streams.node.runtime.oplog import ReaderSpec
-from topology.local import KAFKA_CATCH_UP_WAIT_MS, LocalTopology
+from topology.brokers import NODE_ARGS
+from topology.local import LocalTopology
 
 SPEC = ReaderSpec(
     on_batch=lambda batch: None, on_error=lambda exc: None, start_offsets=None, read_own=False
@@ -51,7 +52,7 @@ def test_a_wait_out_of_range_is_refused_before_anything_starts(
 def test_a_local_topology_on_apache_kafka_passes_the_short_wait_to_its_nodes() -> None:
     topo = LocalTopology(regions=1, broker="kafka", mirror="mm2")
     flag = topo.node_args.index("--catch-up-wait-ms")
-    assert topo.node_args[flag + 1] == str(KAFKA_CATCH_UP_WAIT_MS)
+    assert topo.node_args[flag + 1] == "10" == NODE_ARGS["kafka"][1]
 
 
 def test_a_local_topology_on_tansu_leaves_the_default_and_a_given_wait_stands() -> None:
