@@ -122,9 +122,10 @@ def server_properties(
         # after a clean stop. Broker and controller share one JVM here, so a short session
         # costs nothing but a stall of 1.5 s, after which the broker is fenced and unfenced
         # at its next heartbeat. 1.5 s is about when the broker has recovered its logs
-        # (1.0-1.3 s after activation on 2 cores, three brokers at once); measured, three
-        # regions restarted after 1,000,000 XADDs and a SIGKILL of every process, serving
-        # 8.7-11.0 s (9 runs) with 3 s / 500 ms, 6.5-8.0 s (6 runs) with 1.5 s / 250 ms.
+        # (1.0-1.7 s after activation on 2 cores, three brokers at once); measured, three
+        # regions restarted after 1,000,000 XADDs and a SIGKILL of every process, in turn:
+        # serving after 8.8-10.8 s with 3 s / 500 ms, 6.5-7.6 s with 1.5 s / 250 ms
+        # (docs/durability.md, "After a SIGKILL within 10 s", has every run).
         "broker.heartbeat.interval.ms": "250",
         "broker.session.timeout.ms": "1500",
     }
