@@ -75,6 +75,20 @@ class Result:
     """A blocking XREADGROUP's BLOCK milliseconds as parsed, also when it found entries (its
     reply waits for its deliveries to commit: `streams.node.pipeline.replies`)."""
 
+    def __init__(
+        self,
+        reply: Reply,
+        ops: list[Body] | None = None,
+        block: BlockRequest | None = None,
+        block_ms: int | None = None,
+    ) -> None:
+        """Written out (the dataclass keeps it): one `Result` per command, and compiled this is
+        a native constructor, not the dataclass module's Python `__init__` (`streams.crdt.ops`)."""
+        self.reply = reply
+        self.ops = [] if ops is None else ops
+        self.block = block
+        self.block_ms = block_ms
+
     @property
     def effects(self) -> list[Body]:
         """The ops to issue: none when the command failed (an error reply changes nothing)."""
