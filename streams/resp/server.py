@@ -34,7 +34,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple, cast
+from typing import Any, ClassVar, NamedTuple, cast
 
 from mypy_extensions import mypyc_attr
 
@@ -75,6 +75,9 @@ class Session:
     authenticated: bool = True
     """Whether the connection may run commands (the handler's AUTH sets it): until then the
     parser applies Redis's unauthenticated limits."""
+    attached: Any = None
+    """The handler's own record of this connection (the node's `Client`), kept here so that
+    finding it for every request is an attribute read, not a lookup."""
 
 
 @dataclass(slots=True)

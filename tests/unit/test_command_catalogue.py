@@ -92,4 +92,15 @@ def test_resolve_finds_rows_and_names_unimplemented_redis_commands() -> None:
     with pytest.raises(catalogue.CommandError, match="unknown subcommand"):
         router.resolve([b"xgroup", b"nosuch"])
     assert catalogue.unsupported("set").text.startswith("ERR unsupported command 'set': this")
+
+
+@pytest.mark.parametrize("spelled", [b"xadd", b"XADD", b"xAdd", b"Ping", b"PING"])
+def test_resolve_finds_a_command_however_its_name_is_cased(spelled: bytes) -> None:
+    assert router.resolve([spelled]) is router.TABLE[spelled.decode().lower()]
+
+
+def test_the_cased_names_cover_every_row_without_subcommands() -> None:
+    plain = {name for name, cmd in router.TABLE.items() if cmd.subcommands is None}
+    assert {cmd.name for cmd in router.PLAIN.values()} == plain
+    assert b"XGROUP" not in router.PLAIN  # a container resolves its subcommand
     assert "not available" in catalogue.unsupported("subscribe").text

@@ -115,10 +115,14 @@ class Clients:
         self._of: weakref.WeakKeyDictionary[Session, Client] = weakref.WeakKeyDictionary()
 
     def find(self, session: Session) -> Client | None:
-        return self._of.get(session)
+        """The record of `session`'s connection (every request asks: an attribute read, where
+        the weak dictionary's lookup made a weak reference each time)."""
+        found = session.attached
+        return found if isinstance(found, Client) else None
 
     def add(self, session: Session) -> Client:
         client = self._of[session] = Client(session.id, weakref.ref(session))
+        session.attached = client
         return client
 
     def live(self) -> list[Client]:

@@ -61,11 +61,22 @@ def _table() -> dict[str, Command]:
 TABLE: dict[str, Command] = _table()
 
 
+PLAIN: dict[bytes, Command] = {
+    spelled: cmd
+    for name, cmd in TABLE.items()
+    if cmd.subcommands is None
+    for spelled in (name.encode(), name.upper().encode())
+}
+"""The commands without subcommands by their name as clients send it, all lower or all upper
+case: `resolve` finds them without lowering and decoding the name (every request resolves)."""
+
+
 def resolve(args: list[bytes]) -> Found:
     """The command (or subcommand) `args` names in the node's table, as Redis's lookupCommand
     finds it (`streams.commands.table.resolve`): a row, or the name of a Redis command we do not
     implement. Raises Redis's unknown command / subcommand error."""
-    return stream_commands.resolve(args, TABLE)
+    cmd = PLAIN.get(args[0])
+    return cmd if cmd is not None else stream_commands.resolve(args, TABLE)
 
 
 def by_name(name: bytes) -> Command | None:
